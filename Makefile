@@ -1,0 +1,31 @@
+# Two commands do all the set-up on a fresh machine with Python 3.11: `make serve` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha1sum | cut -c1-12)
+UV     := $(BIN)/uv
+UV_VERSION := 0.13.8
+
+.PHONY: install serve test lock bench-routing clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(UV) pip sync --python $(BIN)/python requirements.lock
+	$(UV) pip install --python $(BIN)/python --no-deps -e .
+	@rm -f $(VENV)/.installed-* && touch $@
+
+serve: install
+	$(BIN)/switchboard serve
+
+test: install
+	$(BIN)/python -m pytest
+
+# Re-resolve the pinned, hashed dependency set after editing pyproject.toml.
+lock: install
+	$(UV) pip compile pyproject.toml --extra test --python-version 3.11 --generate-hashes -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,73 @@
+"""The Litestar application factory. Heavy modules are imported lazily so start-up stays quick."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components
+
+from api.auth import SECURITY_SCHEMES, current_user
+from api.error_responses import EXCEPTION_HANDLERS
+from api.request_id import RequestIdMiddleware
+from api.services import Services
+from api.settings import Settings, get_settings
+
+log = logging.getLogger("switchboard.api")
+
+
+def owner_url(settings: Settings) -> str:
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def create_app(settings: Settings | None = None, *, publish_owner: bool = True) -> Litestar:
+    from api.auth_cache import AuthCache
+    from api.controllers.internal import health, storage_rpc
+    from api.controllers.models import list_models
+    from api.controllers.preferences import PreferenceController
+    from storage import owner
+    from storage.store import Store
+
+    settings = settings or get_settings()
+    services_box: dict[str, Services] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        store = Store(settings.db_path)
+        services = Services(settings=settings, store=store, rpc_token=owner.new_token(),
+                            auth_cache=AuthCache(settings.auth_cache_seconds))
+        services_box["services"] = services
+        if publish_owner:
+            owner.publish(settings.run_dir, owner_url(settings), services.rpc_token)
+        log.info("switchboard API ready; data dir %s", settings.data_dir)
+        try:
+            yield
+        finally:
+            if publish_owner:
+                owner.withdraw(settings.run_dir)
+            store.close()
+
+    def provide_services() -> Services:
+        return services_box["services"]
+
+    app = Litestar(
+        route_handlers=[list_models, PreferenceController, health, storage_rpc],
+        lifespan=[lifespan],
+        dependencies={"services": Provide(provide_services, sync_to_thread=False),
+                      "user": Provide(current_user)},
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="switchboard", version="0.1.0",
+            description="LLM routing and prompt optimization (Not Diamond-compatible /v2 interface)",
+            path="/schema", components=Components(security_schemes=SECURITY_SCHEMES)),
+        debug=False,
+    )
+    # Wrap the whole handler chain, not one route: 404s and 405s also need their request id.
+    app.asgi_handler = RequestIdMiddleware(app.asgi_handler)
+    return app

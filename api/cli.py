@@ -1,0 +1,90 @@
+"""The `switchboard` console command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from storage.records import TIERS
+
+
+def _store():
+    from api.settings import get_settings
+    from storage.owner import open_store
+
+    settings = get_settings()
+    return open_store(settings.db_path, settings.run_dir)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from api.settings import get_settings
+    from api.supervisor import serve
+
+    settings = get_settings()
+    return serve(settings, args.host or settings.host, args.port or settings.port)
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    issued = _store().issue_key(args.user, organization_id=args.org, tier=args.tier,
+                                prompt_optimization=True if args.prompt_optimization else None)
+    u = issued.user
+    print(f"user {u.user_id} (organization {u.organization_id}, tier {u.tier}, "
+          f"prompt optimization {'on' if u.prompt_optimization else 'off'})")
+    print(f"key id {issued.info.key_id}; the key is shown only once:")
+    print(issued.key)
+    return 0
+
+
+def cmd_keys_list(args: argparse.Namespace) -> int:
+    keys = _store().list_keys()
+    print(f"{'key id':36}  {'prefix':10}  {'user':20}  {'created':20}  status")
+    for k in keys:
+        status = f"revoked {k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "active"
+        print(f"{k.key_id:36}  {k.key_prefix:10}  {k.user_id[:20]:20}  {k.created_at:%Y-%m-%d %H:%M:%S}  {status}")
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    from storage.store import StoreError
+
+    try:
+        info = _store().revoke_key(args.key)
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"revoked key {info.key_id} ({info.key_prefix}…) of user {info.user_id}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="switchboard", description="LLM routing and prompt optimization service")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run Prefect server, flow runner and API (the embedded default)")
+    serve.add_argument("--host", help="API bind address (default 127.0.0.1, or SWITCHBOARD_HOST)")
+    serve.add_argument("--port", type=int, help="API port (default 8000, or SWITCHBOARD_PORT)")
+    serve.set_defaults(func=cmd_serve)
+
+    keys = sub.add_parser("keys", help="create, list and revoke API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="issue a key (creating the user if new); prints it last")
+    create.add_argument("--user", required=True, help="user id the key acts as")
+    create.add_argument("--org", help="organization id (new users default to their user id)")
+    create.add_argument("--tier", choices=TIERS, help="plan tier (new users default to free)")
+    create.add_argument("--prompt-optimization", action="store_true", help="grant prompt optimization access")
+    create.set_defaults(func=cmd_keys_create)
+    lst = keys_sub.add_parser("list", help="list keys (prefixes only; keys are stored hashed)")
+    lst.set_defaults(func=cmd_keys_list)
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by key id, prefix or the key itself")
+    revoke.add_argument("key")
+    revoke.set_defaults(func=cmd_keys_revoke)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

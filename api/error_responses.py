@@ -1,0 +1,108 @@
+"""The one place where exceptions become responses: the spec's error envelope, or the 422 validation shape."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import msgspec
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException, SerializationException, ValidationException
+
+from api.errors import ApiError
+from api.request_id import request_id_of
+from api.schemas.common import ErrorBody, ErrorResponse, HTTPValidationError, ValidationErrorItem
+
+log = logging.getLogger("switchboard.api")
+
+_STATUS_CODES = {
+    400: ("BAD_REQUEST", "invalid_request_error"),
+    401: ("UNAUTHORIZED", "authentication_error"),
+    403: ("FORBIDDEN", "authorization_error"),
+    404: ("NOT_FOUND", "not_found_error"),
+    405: ("METHOD_NOT_ALLOWED", "invalid_request_error"),
+    408: ("REQUEST_TIMEOUT", "timeout_error"),
+    413: ("PAYLOAD_TOO_LARGE", "invalid_request_error"),
+    415: ("UNSUPPORTED_MEDIA_TYPE", "invalid_request_error"),
+    429: ("RATE_LIMITED", "rate_limit_error"),
+    503: ("SERVICE_UNAVAILABLE", "api_error"),
+}
+_JSON_PATH = re.compile(r"at `\$((?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*)`")
+
+
+def envelope(request: Request, status: int, code: str, type_: str, message: str,
+             details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Response:
+    body = ErrorResponse(ErrorBody(code=code, message=message, type=type_,
+                                   request_id=request_id_of(request.scope), details=details))
+    return Response(content=msgspec.json.encode(body), status_code=status, media_type=MediaType.JSON,
+                    headers=headers)
+
+
+def _loc(source: str, key: str | None, message: str) -> list[str | int]:
+    """Turn Litestar's key and msgspec's `$.a[0].b` path into a FastAPI-style loc list."""
+    loc: list[str | int] = [source]
+    if key:
+        loc.extend(key.split("."))
+    match = _JSON_PATH.search(message)
+    if match:
+        for part in re.findall(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]", match.group(1)):
+            loc.append(part[0] if part[0] else int(part[1]))
+    return loc
+
+
+def validation_items(exc: ValidationException) -> list[ValidationErrorItem]:
+    items = []
+    for extra in exc.extra if isinstance(exc.extra, list) else []:
+        if not isinstance(extra, dict):
+            continue
+        message = str(extra.get("message", exc.detail))
+        source = extra.get("source") or "body"
+        source = str(getattr(source, "value", source))  # Litestar passes ParamType enums for params
+        items.append(ValidationErrorItem(loc=_loc(source, extra.get("key"), message),
+                                         msg=_JSON_PATH.sub("", message).rstrip(" -"), type="value_error"))
+    if not items:
+        items.append(ValidationErrorItem(loc=["body"], msg=str(exc.detail), type="value_error"))
+    return items
+
+
+def on_validation_error(request: Request, exc: ValidationException) -> Response:
+    if "Request body size" in str(exc.detail):
+        return on_api_error(request, ApiError(str(exc.detail)))
+    body = HTTPValidationError(detail=validation_items(exc))
+    return Response(content=msgspec.json.encode(body), status_code=422, media_type=MediaType.JSON)
+
+
+def on_api_error(request: Request, exc: ApiError) -> Response:
+    return envelope(request, exc.status, exc.code, exc.type, exc.message, exc.details, exc.headers or None)
+
+
+def on_http_exception(request: Request, exc: HTTPException) -> Response:
+    if exc.status_code == 400 and isinstance(exc.__cause__, SerializationException):
+        # An unparsable body is a validation failure (422), as the spec's clients expect.
+        item = ValidationErrorItem(loc=["body"], msg=f"body is not valid JSON: {exc.__cause__}", type="json_invalid")
+        return Response(content=msgspec.json.encode(HTTPValidationError(detail=[item])), status_code=422,
+                        media_type=MediaType.JSON)
+    code, type_ = _STATUS_CODES.get(exc.status_code, ("HTTP_ERROR", "api_error" if exc.status_code >= 500
+                                                       else "invalid_request_error"))
+    message = str(exc.detail)
+    if exc.status_code == 404 and message == "Not Found":
+        message = f"no route for {request.method} {request.url.path}"
+    if exc.status_code == 413:
+        message = "request body is too large"
+    return envelope(request, exc.status_code, code, type_, message, headers=exc.headers)
+
+
+def on_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s (request %s)", request.method, request.url.path,
+                  request_id_of(request.scope))
+    return envelope(request, 500, "INTERNAL_ERROR", "api_error",
+                    "internal error; quote the request_id when reporting it")
+
+
+EXCEPTION_HANDLERS = {
+    ValidationException: on_validation_error,
+    ApiError: on_api_error,
+    HTTPException: on_http_exception,
+    Exception: on_unexpected,
+}

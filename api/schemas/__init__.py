@@ -1,0 +1,1 @@
+"""msgspec Structs: the only wire schema (house rule 1)."""

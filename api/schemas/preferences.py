@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, description="A label people recognise")]
+CostQualityTradeoff = Annotated[int, msgspec.Meta(ge=0, le=10)]
+ModelDepth = Annotated[int, msgspec.Meta(ge=1, le=1000)]
+
+
+class PreferenceCreateRequest(msgspec.Struct):
+    name: Name | None = None
+
+
+class PreferenceCreateResponse(msgspec.Struct):
+    preference_id: str
+
+
+class UpdatePreferenceBase(msgspec.Struct):
+    """Fields left out are unchanged; an explicit null clears a routing default."""
+
+    preference_id: str
+    name: Name | msgspec.UnsetType = msgspec.UNSET
+    tradeoff: Literal["cost", "latency"] | None | msgspec.UnsetType = msgspec.field(
+        default=msgspec.UNSET)
+    cost_quality_tradeoff: CostQualityTradeoff | None | msgspec.UnsetType = msgspec.UNSET
+    max_model_depth: ModelDepth | None | msgspec.UnsetType = msgspec.UNSET
+    hash_content: bool | None | msgspec.UnsetType = msgspec.UNSET
+
+
+class PreferenceResponse(msgspec.Struct):
+    """A preference and the routing defaults that modelSelect applies when the request leaves them out."""
+
+    preference_id: str
+    name: str
+    tradeoff: str | None
+    cost_quality_tradeoff: int | None
+    max_model_depth: int | None
+    hash_content: bool | None
+    has_custom_router: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class PreferenceDeleteResponse(msgspec.Struct):
+    preference_id: str
+    deleted: bool
+    custom_routers_removed: int

@@ -1,0 +1,17 @@
+"""App-wide services, built once at start-up and handed to controllers by dependency injection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from api.auth_cache import AuthCache
+from api.settings import Settings
+from storage.store import Store
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: Store
+    rpc_token: str
+    auth_cache: AuthCache = field(default_factory=AuthCache)

@@ -1,0 +1,161 @@
+"""`switchboard serve`: the embedded default. Starts a local Prefect server (unless PREFECT_API_URL names
+one), the Litestar API under granian, and the flow runner; Ctrl-C stops them in reverse order.
+
+Children run in their own process groups so that Ctrl-C reaches only this supervisor, which then stops the
+runner first (no new flow runs), then the API (flushes and closes DuckDB), then the Prefect server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from api.settings import Settings
+
+
+def say(message: str) -> None:
+    print(f"[switchboard] {message}", flush=True)
+
+
+@dataclass
+class Child:
+    name: str
+    process: subprocess.Popen
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if not self.alive():
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            say(f"{self.name} did not stop in {timeout:.0f}s; killing it")
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        except ProcessLookupError:
+            pass
+
+
+@dataclass
+class Supervisor:
+    settings: Settings
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    children: list[Child] = field(default_factory=list)
+    stopping: bool = False
+
+    def spawn(self, name: str, argv: list[str], log_file: Path | None = None) -> Child:
+        out = open(log_file, "ab") if log_file else None
+        process = subprocess.Popen(argv, env=self.env, start_new_session=True, stdout=out,
+                                   stderr=subprocess.STDOUT if out else None)
+        child = Child(name, process)
+        self.children.append(child)
+        return child
+
+    def wait_healthy(self, child: Child, url: str, timeout: float) -> None:
+        started = time.monotonic()
+        dots = 0
+        while time.monotonic() - started < timeout:
+            if self.stopping:
+                raise SystemExit(f"interrupted while starting {child.name}")
+            if not child.alive():
+                raise SystemExit(f"{child.name} exited with code {child.process.returncode} while starting; "
+                                 f"see {self.settings.data_dir / 'logs'}")
+            try:
+                if httpx.get(url, timeout=1.0).status_code == 200:
+                    say(f"{child.name} ready in {time.monotonic() - started:.1f}s")
+                    return
+            except httpx.HTTPError:
+                pass
+            dots += 1
+            if dots % 10 == 0:
+                say(f"waiting for {child.name}… {time.monotonic() - started:.0f}s")
+            time.sleep(0.5)
+        raise SystemExit(f"{child.name} did not become healthy within {timeout:.0f}s ({url})")
+
+    def stop_all(self) -> None:
+        for child in reversed(self.children):
+            if child.alive():
+                say(f"stopping {child.name}")
+                child.stop()
+
+
+def start_prefect(sup: Supervisor, logs: Path) -> None:
+    settings = sup.settings
+    if settings.prefect_api_url:
+        say(f"using the Prefect server at {settings.prefect_api_url}")
+        return
+    sup.env["PREFECT_HOME"] = str(settings.prefect_home)
+    sup.env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    port = settings.prefect_port
+    url = f"http://127.0.0.1:{port}/api"
+    child = sup.spawn("Prefect server", [sys.executable, "-m", "prefect", "server", "start", "--host",
+                                         "127.0.0.1", "--port", str(port)], logs / "prefect-server.log")
+    say(f"starting a local Prefect server (SQLite under {settings.prefect_home}); log: {logs / 'prefect-server.log'}")
+    sup.wait_healthy(child, f"{url}/health", timeout=120)
+    sup.env["PREFECT_API_URL"] = url
+    say(f"Prefect UI: http://127.0.0.1:{port}")
+
+
+def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
+    sup.env["SWITCHBOARD_HOST"], sup.env["SWITCHBOARD_PORT"] = host, str(port)
+    child = sup.spawn("API", [sys.executable, "-m", "granian", "--interface", "asgi", "--factory",
+                              "--host", host, "--port", str(port), "--workers", str(workers),
+                              "--log-level", "warning", "api.app:create_app"])
+    probe_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    sup.wait_healthy(child, f"http://{probe_host}:{port}/internal/health", timeout=60)
+    say(f"API: http://{probe_host}:{port}  (OpenAPI: /schema, /schema/openapi.json)")
+
+
+def start_runner(sup: Supervisor, logs: Path) -> None:
+    sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log")
+    say(f"flow runner serving the project's flows; log: {logs / 'flow-runner.log'}")
+
+
+def serve(settings: Settings, host: str, port: int) -> int:
+    from storage.store import Store
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    logs = settings.data_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    store = Store(settings.db_path)  # migrates, and refuses clearly if another process owns the file
+    if store.count_active_keys() == 0:
+        issued = store.issue_key("admin", organization_id="admin", tier="enterprise", prompt_optimization=True,
+                                 is_admin=True)
+        say("first start: created an admin API key. It is shown only this once; keep it safe:")
+        print(issued.key, flush=True)
+    store.close()
+
+    sup = Supervisor(settings)
+    sup.env["SWITCHBOARD_DATA_DIR"] = str(settings.data_dir)
+
+    def request_stop(signum: int, _frame: object) -> None:
+        sup.stopping = True
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        start_prefect(sup, logs)
+        start_api(sup, host, port)
+        start_runner(sup, logs)
+        say("all running; press Ctrl-C to stop")
+        while not sup.stopping:
+            for child in sup.children:
+                if not child.alive():
+                    say(f"{child.name} exited unexpectedly (code {child.process.returncode}); shutting down")
+                    sup.stopping = True
+                    break
+            time.sleep(0.5)
+    finally:
+        sup.stop_all()
+        say("stopped")
+    return 0

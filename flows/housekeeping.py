@@ -1,0 +1,64 @@
+"""`housekeeping`: keeps the service's state honest. Runs every 10 minutes from the flow runner.
+
+- reconcile-jobs: a job whose flow run ended (or vanished) without recording it is moved to the matching
+  final JobStatus with a reason, so nothing stays `processing` after a crash or restart;
+- compact-event-logs: merges finished days of Parquet event parts into one file per day;
+- checkpoint-database: folds DuckDB's write-ahead log into the file.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from prefect import flow, get_run_logger, task
+
+from flows import prefect_api
+from flows.storage_access import connect
+
+EVENT_TABLES = ("sessions", "feedback", "llm_usage")
+NEVER_STARTED_AFTER = timedelta(minutes=15)
+
+
+@task(name="reconcile-jobs", retries=2, retry_delay_seconds=5)
+async def reconcile_jobs() -> int:
+    logger = get_run_logger()
+    store = connect()
+    fixed = 0
+    for job in store.open_jobs():
+        if job.flow_run_id is None:
+            if datetime.now(timezone.utc) - job.updated_at > NEVER_STARTED_AFTER:
+                store.update_job(job.job_id, status="failed", only_if_open=True,
+                                 error="the job was never handed to a flow run (service stopped before it started)")
+                fixed += 1
+            continue
+        status, message = await prefect_api.flow_run_status(job.flow_run_id)
+        if status in prefect_api.FINAL_JOB_STATUSES:
+            store.update_job(job.job_id, status=status, only_if_open=True,
+                             error=None if status == "completed" else (message or f"flow run ended {status}"))
+            logger.info("job %s (%s) -> %s", job.job_id, job.kind, status)
+            fixed += 1
+    return fixed
+
+
+@task(name="compact-event-logs")
+def compact_event_logs() -> int:
+    from api.settings import get_settings
+    from storage import events
+
+    events_dir = get_settings().events_dir
+    return sum(events.compact(events_dir, table) for table in EVENT_TABLES)
+
+
+@task(name="checkpoint-database", retries=2, retry_delay_seconds=5)
+def checkpoint_database() -> None:
+    connect().checkpoint()
+
+
+@flow(name="housekeeping", log_prints=True)
+async def housekeeping() -> dict[str, int]:
+    jobs_fixed = await reconcile_jobs()
+    files_compacted = compact_event_logs()
+    checkpoint_database()
+    summary = {"jobs_reconciled": jobs_fixed, "event_files_compacted": files_compacted}
+    get_run_logger().info("housekeeping done: %s", summary)
+    return summary

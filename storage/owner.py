@@ -1,0 +1,73 @@
+"""Who owns the DuckDB file right now, and how to reach them.
+
+The owning process writes run/owner.json (URL, token, pid; mode 0600) once it serves RPC, and removes it on
+clean shutdown. Everyone else calls `open_store()`, which returns a RemoteStore when a live owner answers and
+otherwise opens the file itself (e.g. `switchboard keys create` while the service is stopped).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Union
+
+import httpx
+import msgspec
+
+from storage.rpc import RemoteStore
+from storage.store import Store
+
+AnyStore = Union[Store, RemoteStore]
+
+
+class OwnerInfo(msgspec.Struct):
+    url: str
+    token: str
+    pid: int
+
+
+def owner_file(run_dir: Path) -> Path:
+    return run_dir / "owner.json"
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def publish(run_dir: Path, url: str, token: str) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = owner_file(run_dir).with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(msgspec.json.encode(OwnerInfo(url=url, token=token, pid=os.getpid())))
+    os.replace(tmp, owner_file(run_dir))
+
+
+def withdraw(run_dir: Path) -> None:
+    path = owner_file(run_dir)
+    try:
+        info = msgspec.json.decode(path.read_bytes(), type=OwnerInfo)
+        if info.pid == os.getpid():
+            path.unlink()
+    except (FileNotFoundError, msgspec.DecodeError):
+        pass
+
+
+def live_owner(run_dir: Path) -> OwnerInfo | None:
+    try:
+        info = msgspec.json.decode(owner_file(run_dir).read_bytes(), type=OwnerInfo)
+    except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    try:
+        ok = httpx.get(f"{info.url}/internal/health", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        ok = False
+    return info if ok else None
+
+
+def open_store(db_path: Path, run_dir: Path) -> AnyStore:
+    info = live_owner(run_dir)
+    if info is not None:
+        return RemoteStore(info.url, info.token)
+    return Store(db_path)

@@ -1,0 +1,74 @@
+"""Records the store hands out. msgspec Structs so they cross the owner RPC unchanged."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+Tier = Literal["free", "starter", "startup", "enterprise"]
+TIERS: tuple[str, ...] = ("free", "starter", "startup", "enterprise")
+
+
+class User(msgspec.Struct, frozen=True):
+    user_id: str
+    organization_id: str
+    tier: str
+    prompt_optimization: bool
+    is_admin: bool
+
+
+class ApiKeyInfo(msgspec.Struct, frozen=True):
+    key_id: str
+    key_prefix: str
+    user_id: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class IssuedKey(msgspec.Struct, frozen=True):
+    """A new key: the plaintext exists only in this value, never in storage."""
+
+    key: str
+    info: ApiKeyInfo
+    user: User
+
+
+class Preference(msgspec.Struct, frozen=True):
+    preference_id: str
+    user_id: str
+    name: str
+    tradeoff: str | None
+    cost_quality_tradeoff: int | None
+    max_model_depth: int | None
+    hash_content: bool | None
+    created_at: datetime
+    updated_at: datetime
+    has_custom_router: bool = False
+
+
+class PreferenceChanges(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Fields to change; UNSET leaves a field alone, None clears a routing default."""
+
+    name: str | msgspec.UnsetType = msgspec.UNSET
+    tradeoff: str | None | msgspec.UnsetType = msgspec.UNSET
+    cost_quality_tradeoff: int | None | msgspec.UnsetType = msgspec.UNSET
+    max_model_depth: int | None | msgspec.UnsetType = msgspec.UNSET
+    hash_content: bool | None | msgspec.UnsetType = msgspec.UNSET
+
+
+JOB_STATUSES: tuple[str, ...] = ("created", "queued", "processing", "completed", "failed", "cancelled")
+OPEN_JOB_STATUSES: tuple[str, ...] = ("created", "queued", "processing")
+
+
+class Job(msgspec.Struct, frozen=True):
+    job_id: str
+    kind: str
+    user_id: str
+    subject_id: str | None
+    status: str
+    flow_run_id: str | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
