@@ -42,6 +42,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         services = Services(settings=settings, store=store, rpc_token=owner.new_token(),
                             auth_cache=AuthCache(settings.auth_cache_seconds))
         services_box["services"] = services
+        app.state.services = services  # for tests and admin tooling
         if publish_owner:
             owner.publish(settings.run_dir, owner_url(settings), services.rpc_token)
         log.info("switchboard API ready; data dir %s", settings.data_dir)

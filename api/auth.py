@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from litestar.di import NamedDependency
+from litestar.params import FromPath
 from litestar import Request
 from litestar.openapi.spec import SecurityScheme
 
@@ -27,7 +29,7 @@ def _bearer_token(request: Request) -> str:
     return token
 
 
-async def current_user(request: Request, services: Services) -> User:
+async def current_user(request: Request, services: NamedDependency[Services]) -> User:
     key_hash = hash_key(_bearer_token(request))
     found, user = services.auth_cache.get(key_hash)
     if not found:

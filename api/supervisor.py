@@ -117,7 +117,11 @@ def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
 
 
 def start_runner(sup: Supervisor, logs: Path) -> None:
-    sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log")
+    from flows.registry import HOUSEKEEPING
+
+    child = sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log")
+    # Ready once its deployments are registered, so the API can trigger them straight away.
+    sup.wait_healthy(child, f"{sup.env['PREFECT_API_URL']}/deployments/name/{HOUSEKEEPING}", timeout=120)
     say(f"flow runner serving the project's flows; log: {logs / 'flow-runner.log'}")
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hmac
 
 import msgspec
+from litestar.di import NamedDependency
+from litestar.params import FromPath
 from litestar import Request, Response, get, post
 
 from api.errors import BadRequest, NotFound, Unauthorized
@@ -22,7 +24,7 @@ def health() -> dict[str, str]:
 
 
 @post("/internal/rpc/{method:str}", include_in_schema=False, status_code=200)
-async def storage_rpc(method: str, request: Request, services: Services) -> Response:
+async def storage_rpc(method: FromPath[str], request: Request, services: NamedDependency[Services]) -> Response:
     supplied = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
     if not hmac.compare_digest(supplied.encode(), services.rpc_token.encode()):
         raise Unauthorized("internal endpoint: owner token required")

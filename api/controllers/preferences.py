@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import msgspec
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody
 from litestar import Controller, delete, post, put
 
 from api.auth import SECURITY
@@ -34,7 +36,7 @@ class PreferenceController(Controller):
 
     @post("/userPreferenceCreate", operation_id="userPreferenceCreate", status_code=200,
           summary="Create a preference")
-    async def create(self, data: PreferenceCreateRequest, user: User, services: Services) -> PreferenceCreateResponse:
+    async def create(self, data: JSONBody[PreferenceCreateRequest], user: NamedDependency[User], services: NamedDependency[Services]) -> PreferenceCreateResponse:
         name = data.name.strip() if data.name else ""
         if not name:
             name = "Preference " + datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -42,7 +44,7 @@ class PreferenceController(Controller):
         return PreferenceCreateResponse(preference_id=pref.preference_id)
 
     @put("/userPreferenceUpdate", operation_id="userPreferenceUpdate", summary="Update a preference")
-    async def update(self, data: UpdatePreferenceBase, user: User, services: Services) -> PreferenceResponse:
+    async def update(self, data: JSONBody[UpdatePreferenceBase], user: NamedDependency[User], services: NamedDependency[Services]) -> PreferenceResponse:
         current = services.store.get_preference(user.user_id, data.preference_id)
         if current is None:
             raise not_found(data.preference_id)
@@ -62,7 +64,7 @@ class PreferenceController(Controller):
 
     @delete("/userPreferenceDelete/{preference_id:str}", operation_id="userPreferenceDelete", status_code=200,
             summary="Delete a preference and its custom router")
-    async def remove(self, preference_id: str, user: User, services: Services) -> PreferenceDeleteResponse:
+    async def remove(self, preference_id: FromPath[str], user: NamedDependency[User], services: NamedDependency[Services]) -> PreferenceDeleteResponse:
         artefacts = services.store.delete_preference(user.user_id, preference_id)
         if artefacts is None:
             raise not_found(preference_id)

@@ -1,0 +1,58 @@
+"""Test-wide set-up. The environment is fixed before any project module is imported (house rule 7)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ["SWITCHBOARD_DATA_DIR"] = tempfile.mkdtemp(prefix="switchboard-test-")
+os.environ.pop("PREFECT_API_URL", None)
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+from collections.abc import Callable, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from litestar.testing import TestClient  # noqa: E402
+
+from api.settings import reset_settings  # noqa: E402
+from storage.records import IssuedKey  # noqa: E402
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh SWITCHBOARD_DATA_DIR for one test."""
+    monkeypatch.setenv("SWITCHBOARD_DATA_DIR", str(tmp_path / "data"))
+    reset_settings()
+    yield tmp_path / "data"
+    reset_settings()
+
+
+@pytest.fixture
+def client(data_dir: Path) -> Iterator[TestClient]:
+    """The real ASGI app (real DuckDB in the temp data dir) behind Litestar's httpx test client."""
+    from api.app import create_app
+
+    with TestClient(create_app(publish_owner=False), raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def issue_key(client: TestClient) -> Callable[..., IssuedKey]:
+    """Issue a key through the app's own store: issue_key("bob", tier="starter") -> IssuedKey."""
+
+    def issue(user_id: str = "alice", **attributes: object) -> IssuedKey:
+        return client.app.state.services.store.issue_key(user_id, **attributes)
+
+    return issue
+
+
+@pytest.fixture
+def auth(issue_key: Callable[..., IssuedKey]) -> Callable[..., dict[str, str]]:
+    """auth("bob") -> headers carrying a fresh key for user bob."""
+
+    def headers(user_id: str = "alice", **attributes: object) -> dict[str, str]:
+        return {"Authorization": f"Bearer {issue_key(user_id, **attributes).key}"}
+
+    return headers
