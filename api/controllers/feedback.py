@@ -1,0 +1,19 @@
+"""POST /v2/report/metrics/feedback: thumbs up/down on a routing decision (the official client's path)."""
+
+from __future__ import annotations
+
+from litestar import post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody
+
+from api.auth import SECURITY
+from api.schemas.model_select import FeedbackReport, FeedbackResponse
+from api.services import Services
+from storage.records import User
+
+
+@post("/v2/report/metrics/feedback", operation_id="reportFeedback", tags=["routing"], status_code=200,
+      summary="Report feedback on a routing decision", security=SECURITY, sync_to_thread=False)
+def report_feedback(data: JSONBody[FeedbackReport], user: NamedDependency[User],
+                    services: NamedDependency[Services]) -> FeedbackResponse:
+    return services.feedback.report(data, user)

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
+
+CostQualityTradeoff = Annotated[int, msgspec.Meta(ge=0, le=10)]
+PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+ModelId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+ProviderName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Identifier = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+
+
+class LLMProvider(msgspec.Struct):
+    """A candidate: a provider reference {provider, model}, or an aggregator-format entry {model: "vendor/model"}
+    (with `?type=openrouter`). Custom models (absent from the catalogue) set is_custom and describe themselves."""
+
+    model: ModelId
+    provider: ProviderName | None = None
+    is_custom: bool = False
+    context_length: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    input_price: NonNegative | None = None
+    output_price: NonNegative | None = None
+    latency: NonNegative | None = None
+
+
+class Message(msgspec.Struct):
+    role: Annotated[str, msgspec.Meta(max_length=64)] = "user"
+    content: str | list[Any] | None = None
+
+
+class ModelSelectRequest(msgspec.Struct):
+    messages: Union[list[dict[str, Any]], str]
+    llm_providers: Annotated[list[LLMProvider], msgspec.Meta(min_length=1, max_length=100)]
+    tools: list[dict[str, Any]] | None = None
+    hash_content: bool | None = None
+    metric: str = "accuracy"
+    max_model_depth: PositiveInt | None = None
+    tradeoff: Literal["cost", "latency"] | None = None
+    cost_quality_tradeoff: CostQualityTradeoff | None = None
+    preference_id: Identifier | None = None
+    previous_session: Identifier | None = None
+
+
+class SelectedProvider(msgspec.Struct):
+    provider: str
+    model: str
+
+
+class ModelSelectResponse(msgspec.Struct):
+    providers: list[SelectedProvider]
+    session_id: str
+
+
+class ProviderRef(msgspec.Struct):
+    provider: ProviderName
+    model: ModelId
+
+
+class FeedbackValues(msgspec.Struct):
+    accuracy: Literal[0, 1]
+
+
+class FeedbackReport(msgspec.Struct):
+    session_id: Identifier
+    provider: ProviderRef
+    feedback: FeedbackValues
+
+
+class FeedbackResponse(msgspec.Struct):
+    session_id: str
+    feedback_id: str
+    accepted: bool

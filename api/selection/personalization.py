@@ -1,0 +1,95 @@
+"""Per-preference learning from feedback: a similarity-weighted residual correction of predicted quality.
+
+For each preference we remember, per model, the feedback points (unit query embedding e_i, residual r_i = y_i - q_i
+where y_i is the thumbs up/down and q_i what the router predicted then). For a new query e and candidate m:
+
+    w_i = max(0, (cos(e, e_i) - S0) / (1 - S0)) ** 2          (only similar queries count)
+    q'_m = clip(q_m + sum(w_i r_i) / (K + sum(w_i)), 0, 1)    (K: prior strength, shrinks towards the router)
+
+So consistent thumbs-down on one model and thumbs-up on another for a kind of query moves the choice for similar
+queries, leaves dissimilar queries alone, and never touches another preference. A new feedback on the same
+session replaces the earlier one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+S0 = 0.5          # cosine below which a past query says nothing about this one
+K = 2.0           # pseudo-count: two similar agreeing feedbacks move quality about halfway to the observed label
+MAX_POINTS = 5_000  # per preference and model; the oldest are forgotten first
+
+
+@dataclass
+class _ModelPoints:
+    by_session: OrderedDict[str, tuple[np.ndarray, float]] = field(default_factory=OrderedDict)
+    matrix: np.ndarray | None = None  # cached stack of embeddings, rebuilt lazily after changes
+    residuals: np.ndarray | None = None
+
+    def add(self, session_id: str, embedding: np.ndarray, residual: float) -> None:
+        self.by_session.pop(session_id, None)
+        self.by_session[session_id] = (embedding, residual)
+        while len(self.by_session) > MAX_POINTS:
+            self.by_session.popitem(last=False)
+        self.matrix = None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.matrix is None:
+            values = list(self.by_session.values())
+            self.matrix = np.stack([v[0] for v in values]).astype(np.float32)
+            self.residuals = np.array([v[1] for v in values], dtype=np.float32)
+        assert self.residuals is not None
+        return self.matrix, self.residuals
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
+
+
+class FeedbackMemory:
+    def __init__(self) -> None:
+        self._prefs: dict[str, dict[str, _ModelPoints]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, preference_id: str, session_id: str, model_key: str, embedding: np.ndarray, label: int,
+            predicted: float) -> None:
+        with self._lock:
+            models = self._prefs.setdefault(preference_id, {})
+            # A session's feedback is about one model; drop an earlier entry for it under any model.
+            for points in models.values():
+                if session_id in points.by_session:
+                    points.by_session.pop(session_id)
+                    points.matrix = None
+            models.setdefault(model_key, _ModelPoints()).add(session_id, unit(embedding), float(label) - predicted)
+
+    def knows(self, preference_id: str | None) -> bool:
+        return preference_id is not None and preference_id in self._prefs
+
+    def adjust(self, preference_id: str, embedding: np.ndarray, model_keys: list[str],
+               quality: np.ndarray) -> np.ndarray:
+        with self._lock:
+            models = self._prefs.get(preference_id)
+            if not models:
+                return quality
+            e = unit(embedding)
+            adjusted = np.array(quality, dtype=np.float64)
+            for i, key in enumerate(model_keys):
+                points = models.get(key)
+                if points is None or not points.by_session:
+                    continue
+                matrix, residuals = points.arrays()
+                w = np.clip((matrix @ e - S0) / (1.0 - S0), 0.0, None) ** 2
+                total = float(w.sum())
+                if total > 0:
+                    adjusted[i] += float(w @ residuals) / (K + total)
+            return np.clip(adjusted, 0.0, 1.0)
+
+    def forget(self, preference_id: str) -> None:
+        with self._lock:
+            self._prefs.pop(preference_id, None)

@@ -1,0 +1,156 @@
+"""Model selection: request -> eligible candidates -> predicted quality (router + personalisation) -> policy ->
+one model, with the decision recorded as a session. No web framework here; the controller is three lines."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Protocol, Sequence
+
+import msgspec
+import numpy as np
+
+from api.catalogue import Catalogue
+from api.errors import BadRequest, NotFound
+from api.routing import policy
+from api.routing.features import Featurizer, QueryFeatures
+from api.routing.router import Candidate
+from api.routing.text import count_tokens, full_text, message_texts, routing_text
+from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse
+from api.selection.candidates import aggregator_format, resolve
+from api.selection.eligibility import eligible
+from api.selection.latency import estimated_latency_s
+from api.selection.personalization import FeedbackMemory
+from api.selection.sessions import SessionLog, new_session_id
+from storage.records import Preference, User
+
+KNOWN_METRICS = ("accuracy",)
+
+
+class ScoringRouter(Protocol):
+    name: str
+    schedule: Sequence[float]
+
+    def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray: ...
+
+
+class PreferenceLookup(Protocol):
+    def get_preference(self, user_id: str, preference_id: str) -> Preference | None: ...
+
+
+class RouterSource(Protocol):
+    """Which router serves a preference: its live custom router, or None for the default (issue 4 adds states)."""
+
+    def for_preference(self, preference: Preference | None) -> ScoringRouter | None: ...
+
+
+class NoCustomRouters:
+    def for_preference(self, preference: Preference | None) -> ScoringRouter | None:
+        return None
+
+
+@dataclass(frozen=True)
+class Options:
+    """The request's routing options after the preference's defaults are applied (a request's value wins)."""
+
+    tradeoff: str | None
+    cost_quality_tradeoff: int | None
+    max_model_depth: int | None
+    hash_content: bool
+
+
+def effective_options(req: ModelSelectRequest, pref: Preference | None) -> Options:
+    tradeoff, cqt = req.tradeoff, req.cost_quality_tradeoff
+    if tradeoff is not None and cqt is not None:
+        raise BadRequest("tradeoff and cost_quality_tradeoff are mutually exclusive; send one of them",
+                         code="INVALID_TRADEOFF")
+    if pref is not None and tradeoff is None and cqt is None:
+        tradeoff, cqt = pref.tradeoff, pref.cost_quality_tradeoff
+    depth = req.max_model_depth if req.max_model_depth is not None else (pref.max_model_depth if pref else None)
+    hashed = req.hash_content if req.hash_content is not None else bool(pref and pref.hash_content)
+    return Options(tradeoff, cqt, depth, hashed)
+
+
+class SelectionService:
+    def __init__(self, catalogue: Catalogue, featurizer: Featurizer, default_router: ScoringRouter,
+                 preferences: PreferenceLookup, sessions: SessionLog, memory: FeedbackMemory,
+                 custom_routers: RouterSource | None = None) -> None:
+        self.catalogue, self.featurizer, self.default_router = catalogue, featurizer, default_router
+        self.preferences, self.sessions, self.memory = preferences, sessions, memory
+        self.custom_routers = custom_routers or NoCustomRouters()
+
+    def preference(self, user: User, preference_id: str | None) -> Preference | None:
+        if preference_id is None:
+            return None
+        pref = self.preferences.get_preference(user.user_id, preference_id)
+        if pref is None:
+            raise NotFound(f"preference {preference_id!r} not found for this API key's user",
+                           code="PREFERENCE_NOT_FOUND", details={"preference_id": preference_id})
+        return pref
+
+    def select(self, req: ModelSelectRequest, user: User, type_param: str | None) -> ModelSelectResponse:
+        started = time.perf_counter_ns()
+        if req.metric not in KNOWN_METRICS:
+            raise BadRequest(f"unknown metric {req.metric!r}; supported: {', '.join(KNOWN_METRICS)}",
+                             code="UNSUPPORTED_METRIC")
+        aggregator = aggregator_format(type_param)
+        pref = self.preference(user, req.preference_id)
+        opts = effective_options(req, pref)
+        resolved = resolve(req.llm_providers, self.catalogue, aggregator)
+
+        texts = message_texts(req.messages)
+        if not texts:
+            raise BadRequest("messages carry no text to route on", code="EMPTY_MESSAGES")
+        text = full_text(req.messages)
+        tools_json = msgspec.json.encode(req.tools) if req.tools else b""
+        prompt_tokens = count_tokens(text) + (len(tools_json) // 4 if tools_json else 0)
+        candidates = eligible(resolved, prompt_tokens, bool(req.tools), opts.max_model_depth)
+
+        features = self.featurizer.featurize(routing_text(req.messages), tools_present=bool(req.tools),
+                                             n_messages=len(texts))
+        featurized = time.perf_counter_ns()
+        router = self.custom_routers.for_preference(pref) or self.default_router
+        plain = [c.candidate for c in candidates]
+        quality = router.predict_quality(features, plain)
+        personalised = pref is not None and self.memory.knows(pref.preference_id)
+        if personalised:
+            quality = self.memory.adjust(pref.preference_id, self.embedding(features),  # type: ignore[union-attr]
+                                         [c.key for c in plain], quality)
+        cost = policy.request_cost_usd(np.array([c.input_price for c in plain]),
+                                       np.array([c.output_price for c in plain]), prompt_tokens)
+        latency = np.array([estimated_latency_s(c, prompt_tokens) for c in plain])
+        try:
+            decision = policy.choose(quality, cost, latency_s=latency, cost_quality_tradeoff=opts.cost_quality_tradeoff,
+                                     tradeoff=opts.tradeoff, schedule=router.schedule)
+        except policy.PolicyError as exc:
+            raise BadRequest(str(exc), code="INVALID_TRADEOFF") from exc
+        chosen = candidates[decision.index]
+        session_id = new_session_id()
+        done = time.perf_counter_ns()
+
+        messages_json = msgspec.json.encode(req.messages)
+        self.sessions.record({
+            "session_id": session_id, "created_at": datetime.now(timezone.utc), "user_id": user.user_id,
+            "organization_id": user.organization_id, "preference_id": pref.preference_id if pref else None,
+            "previous_session": req.previous_session, "hashed": opts.hash_content,
+            "content": None if opts.hash_content else messages_json.decode(),
+            "content_hash": hashlib.sha256(messages_json).hexdigest(), "prompt_tokens": prompt_tokens,
+            "tools_count": len(req.tools or ()), "candidates": [c.candidate.key for c in resolved],
+            "eligible": [c.key for c in plain], "predicted_quality": [float(x) for x in decision.quality],
+            "estimated_cost_usd": [float(x) for x in decision.cost_usd], "chosen": chosen.candidate.key,
+            "chosen_label_provider": chosen.label.provider, "chosen_label_model": chosen.label.model,
+            "tradeoff": opts.tradeoff, "cost_quality_tradeoff": opts.cost_quality_tradeoff,
+            "max_model_depth": opts.max_model_depth, "router": router.name, "personalised": personalised,
+            "featurize_us": (featurized - started) // 1000, "decide_us": (done - featurized) // 1000,
+        })
+        return ModelSelectResponse(providers=[chosen.label], session_id=session_id)
+
+    def embedding(self, features: QueryFeatures) -> np.ndarray:
+        """The text-embedding part of the feature vector: what personalisation compares queries by."""
+        return features.vector[: self.featurizer.embedding.dim]
+
+    def embed_text(self, messages: Any) -> np.ndarray:
+        texts = message_texts(messages)
+        return self.embedding(self.featurizer.featurize(routing_text(messages), n_messages=max(len(texts), 1)))
