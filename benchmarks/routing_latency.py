@@ -1,0 +1,147 @@
+"""Latency and throughput of modelSelect over HTTP on loopback, driven by wrk (a native load generator).
+
+    make bench-latency            # or: .venv/bin/python benchmarks/routing_latency.py --duration 30
+
+Starts the real API (granian, one worker) on a temp data dir, then wrk with 8 connections sends modelSelect
+requests with 10 candidates and a ~2,000-character prompt that varies per request (Lua hooks). Prints p50/p99
+latency, decisions per second, errors and the server's memory. Targets (issue 3): p50 <= 5 ms, p99 <= 15 ms,
+>= 500 decisions/s, server memory <= 1 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+CANDIDATES = [("openai", "gpt-4o"), ("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5-20250929"),
+              ("anthropic", "claude-haiku-4-5-20251001"), ("google", "gemini-2.5-pro"), ("google", "gemini-2.5-flash"),
+              ("mistral", "mistral-large-latest"), ("mistral", "mistral-small-latest"), ("deepseek", "deepseek-chat"),
+              ("xai", "grok-4.20")]
+
+LUA = r"""
+math.randomseed(os.time())
+local words = {"explain", "derive", "prove", "summarise", "translate", "compute", "integral", "python", "function",
+  "history", "contract", "theorem", "poem", "database", "index", "protein", "market", "equation", "recursion", "law"}
+local head = '{"llm_providers": %s, "cost_quality_tradeoff": %d, "messages": [{"role": "user", "content": "'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer %s"
+request = function()
+  local parts = {}
+  local n = 0
+  while n < 2000 do
+    local w = words[math.random(#words)]
+    parts[#parts + 1] = w
+    n = n + #w + 1
+  end
+  local body = string.format(head, math.random(0, 10)) .. table.concat(parts, " ") .. '"}]}'
+  return wrk.format(nil, nil, nil, body)
+end
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (granian runs the app in a worker process)."""
+    total = 0
+    pids = [pid] + [int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                                                     text=True).stdout.split()]
+    for p in pids:
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+        except FileNotFoundError:
+            continue
+        total += int(re.search(r"VmRSS:\s+(\d+)", status).group(1))
+    return total / 1024
+
+
+def to_ms(value: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", value).groups()
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=30, help="seconds of load")
+    parser.add_argument("--connections", type=int, default=8)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed: `apt-get install -y wrk` (Debian package), or run `make bench-latency`")
+
+    data_dir = Path(tempfile.mkdtemp(prefix="switchboard-bench-"))
+    env = dict(os.environ, SWITCHBOARD_DATA_DIR=str(data_dir), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    port = free_port()
+    env["SWITCHBOARD_PORT"] = str(port)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    os.environ.update(env)
+    from storage.store import Store
+
+    store = Store(data_dir / "switchboard.duckdb")
+    key = store.issue_key("bench").key
+    store.close()
+
+    server = subprocess.Popen([sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host",
+                               "127.0.0.1", "--port", str(port), "--workers", "1", "--log-level", "warning",
+                               "api.app:create_app"], env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                if httpx.get(f"{base}/internal/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        providers = json.dumps([{"provider": p, "model": m} for p, m in CANDIDATES])
+        probe = httpx.post(f"{base}/v2/modelRouter/modelSelect", headers={"Authorization": f"Bearer {key}"},
+                           json={"llm_providers": json.loads(providers), "messages": "warm up " * 300})
+        probe.raise_for_status()
+        script = data_dir / "select.lua"
+        script.write_text(LUA.replace("%s", providers, 1).replace("%d", "%d").replace('Bearer %s', f"Bearer {key}"))
+        rss_start = tree_rss_mb(server.pid)
+        subprocess.run(["wrk", "-t2", "-c", str(args.connections), "-d", "3s", "-s", str(script),
+                        f"{base}/v2/modelRouter/modelSelect"], capture_output=True, check=True)  # warm-up
+        out = subprocess.run(["wrk", "-t2", "-c", str(args.connections), "-d", f"{args.duration}s", "--latency",
+                              "-s", str(script), f"{base}/v2/modelRouter/modelSelect"],
+                             capture_output=True, text=True, check=True).stdout
+        rss_end = tree_rss_mb(server.pid)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+    p50 = to_ms(re.search(r"50%\s+(\S+)", out).group(1))
+    p99 = to_ms(re.search(r"99%\s+(\S+)", out).group(1))
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", out)) else 0
+    errors = re.search(r"Socket errors: .*", out)
+    print(out)
+    print("modelSelect over HTTP, 10 candidates, ~2,000-char prompt, "
+          f"{args.connections} connections, {args.duration}s (wrk, loopback, {os.cpu_count()} cores)")
+    print(f"  p50 {p50:.2f} ms   (target <= 5)")
+    print(f"  p99 {p99:.2f} ms   (target <= 15)")
+    print(f"  throughput {rps:.0f} decisions/s   (target >= 500)")
+    print(f"  non-2xx {non2xx}; {errors.group(0) if errors else 'no socket errors'}")
+    print(f"  server memory {rss_start:.0f} MB at start, {rss_end:.0f} MB at end   (target <= 1024)")
+    ok = p50 <= 5 and p99 <= 15 and rps >= 500 and rss_end <= 1024 and non2xx == 0
+    print("  all targets met" if ok else "  TARGETS MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
