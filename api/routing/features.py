@@ -84,6 +84,7 @@ class StaticEmbedding:
     def __init__(self, matrix: np.ndarray, tokenizer_json: str):
         from tokenizers import Tokenizer  # Rust tokenizer: ~100 us for 2,000 characters
 
+        # Stored as float16 to halve the artefact; computed in float32.
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self.tokenizer = Tokenizer.from_str(tokenizer_json)
         self.tokenizer.no_truncation()

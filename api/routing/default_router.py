@@ -1,0 +1,105 @@
+"""The learned default router: an item-response-theory scorer over the shared query features.
+
+    P(model m answers query q well) = sigmoid(a(q) * (c_m - d(q)))
+
+d(q) (difficulty) and a(q) > 0 (discrimination) are linear heads on the query features, learned from the RouteLLM
+per-query outcomes of GPT-4-1106-preview and Mixtral-8x7B with those two models' capabilities held at their public
+priors; c_m comes from the capability prior (api.routing.capability), so any model with a prior, a family match or
+a price gets a score. Inference is two dot products and a sigmoid per candidate: numpy only.
+
+Artefact (datasets/default_router/, written by api.routing.training.train):
+- encoder.json, static_embedding.npy, tokenizer.json: the text encoder (api.routing.features);
+- router.json: feature_version, the two heads, the trade-off schedule, the fallback line, training report.
+Loading refuses an artefact whose feature_version differs from the code's FEATURE_VERSION.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from api.routing.capability import CapabilityPrior, FallbackLine, read_prior
+from api.routing.features import FEATURE_VERSION, Featurizer, FeatureVersionMismatch, QueryFeatures
+from api.routing.router import Candidate
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_ARTEFACT_DIR = REPO_ROOT / "datasets" / "default_router"
+DEFAULT_PRIOR_PATH = REPO_ROOT / "datasets" / "capability_prior.csv"
+
+__all__ = ["DefaultRouter", "FeatureVersionMismatch", "load_default_router"]
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+class DefaultRouter:
+    """Scores candidates for a query. Immutable after load; safe to share between threads."""
+
+    name = "default"
+
+    def __init__(self, featurizer: Featurizer, spec: dict, prior: CapabilityPrior):
+        if spec.get("feature_version") != FEATURE_VERSION:
+            raise FeatureVersionMismatch(
+                f"default router artefact has feature version {spec.get('feature_version')!r}, "
+                f"code computes {FEATURE_VERSION!r}; retrain it (train-default-router)"
+            )
+        heads = spec["heads"]
+        self.featurizer = featurizer
+        self.w_difficulty = np.asarray(heads["w_difficulty"], dtype=np.float32)
+        self.b_difficulty = float(heads["b_difficulty"])
+        self.w_discrimination = np.asarray(heads["w_discrimination"], dtype=np.float32)
+        self.b_discrimination = float(heads["b_discrimination"])
+        if self.w_difficulty.shape != (featurizer.dim,) or self.w_discrimination.shape != (featurizer.dim,):
+            raise FeatureVersionMismatch("head width does not match the feature vector width")
+        # The schedule is stored without its last entry (infinity has no JSON spelling).
+        self.schedule: tuple[float, ...] = tuple(float(x) for x in spec["schedule"]) + (float("inf"),)
+        self.prior = prior
+        self.spec = spec
+
+    def heads(self, features: QueryFeatures) -> tuple[float, float]:
+        """(difficulty, discrimination) of the query."""
+        x = features.vector
+        d = float(x @ self.w_difficulty) + self.b_difficulty
+        z = float(x @ self.w_discrimination) + self.b_discrimination
+        a = float(np.logaddexp(0.0, z))
+        return d, a
+
+    def capabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        return np.array(
+            [self.prior.lookup(c.provider, c.model, c.output_price, c.context_length)[0] for c in candidates],
+            dtype=float,
+        )
+
+    def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
+        d, a = self.heads(features)
+        return _sigmoid(a * (self.capabilities(candidates) - d))
+
+    def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
+        """Where each candidate's capability came from (prior row, family match or price fallback)."""
+        out = []
+        for c in candidates:
+            value, how = self.prior.lookup(c.provider, c.model, c.output_price, c.context_length)
+            out.append({"model": c.key, "capability": value, "source": how})
+        return out
+
+
+def load_default_router(
+    folder: Path | str | None = None, prior_path: Path | str | None = None
+) -> DefaultRouter:
+    """Load the committed artefact (a few tens of milliseconds). Raises FeatureVersionMismatch on a stale one."""
+    folder = Path(folder) if folder is not None else DEFAULT_ARTEFACT_DIR
+    spec = json.loads((folder / "router.json").read_text(encoding="utf-8"))
+    if spec.get("feature_version") != FEATURE_VERSION:
+        # Check before building the encoder: a stale artefact should fail fast and say why.
+        raise FeatureVersionMismatch(
+            f"default router artefact in {folder} has feature version {spec.get('feature_version')!r}, "
+            f"code computes {FEATURE_VERSION!r}; retrain it (train-default-router)"
+        )
+    featurizer = Featurizer.load(folder)
+    prior_rows = read_prior(Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH)
+    prior = CapabilityPrior(prior_rows, FallbackLine(**spec["fallback"]))
+    return DefaultRouter(featurizer, spec, prior)

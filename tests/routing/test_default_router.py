@@ -1,0 +1,96 @@
+"""The committed default-router artefact: loads fast, refuses a stale feature version, ranks unseen models."""
+
+import json
+import shutil
+import time
+
+import numpy as np
+import pytest
+
+from api.routing.capability import base_id
+from api.routing.default_router import DEFAULT_ARTEFACT_DIR, load_default_router
+from api.routing.features import FEATURE_VERSION, FeatureVersionMismatch
+from api.routing.router import Candidate, Router
+
+GPT4 = Candidate("openai", "gpt-4-1106-preview", 10.0, 30.0, 128000)
+MIXTRAL = Candidate("togetherai", "mistralai/Mixtral-8x7B-Instruct-v0.1", 0.6, 0.6, 32768)
+
+
+@pytest.fixture(scope="module")
+def router():
+    return load_default_router()
+
+
+def test_loads_quickly_and_is_a_router():
+    started = time.perf_counter()
+    r = load_default_router()
+    assert time.perf_counter() - started < 2.0  # a few hundred ms on the 2-core machine; slack for CI noise
+    assert isinstance(r, Router)
+    assert r.spec["feature_version"] == FEATURE_VERSION
+    assert len(r.schedule) == 11 and r.schedule[0] == 0.0 and r.schedule[-1] == float("inf")
+    assert list(r.schedule) == sorted(r.schedule)
+
+
+def test_refuses_a_feature_version_mismatch(tmp_path):
+    folder = tmp_path / "artefact"
+    shutil.copytree(DEFAULT_ARTEFACT_DIR, folder)
+    spec = json.loads((folder / "router.json").read_text())
+    spec["feature_version"] = "some-older-version"
+    (folder / "router.json").write_text(json.dumps(spec))
+    with pytest.raises(FeatureVersionMismatch):
+        load_default_router(folder)
+    # an encoder built for other features is refused too
+    spec["feature_version"] = FEATURE_VERSION
+    (folder / "router.json").write_text(json.dumps(spec))
+    enc = json.loads((folder / "encoder.json").read_text())
+    enc["feature_version"] = "v0"
+    (folder / "encoder.json").write_text(json.dumps(enc))
+    with pytest.raises(FeatureVersionMismatch):
+        load_default_router(folder)
+
+
+def test_quality_is_a_probability_and_prefers_the_stronger_model(router):
+    f = router.featurizer.featurize("Prove that the square root of 2 is irrational.")
+    q = router.predict_quality(f, [GPT4, MIXTRAL])
+    assert q.shape == (2,) and np.all((q > 0) & (q < 1))
+    assert q[0] > q[1]
+
+
+def test_unseen_models_get_scores_from_prior_family_or_fallback(router):
+    cands = [
+        Candidate("openai", "gpt-4o", 2.5, 10.0, 128000),  # prior row
+        Candidate("openai", "gpt-4o-2099-01-01", 2.5, 10.0, 128000),  # family (date stripped)
+        Candidate("anthropic", "claude-opus-4-7", 5.0, 25.0, 1_000_000),  # nobody scored it: price fallback
+        Candidate("togetherai", "meta-llama/Llama-3.2-1B-Instruct", 0.06, 0.06, 131072),  # fallback, cheap
+        Candidate("custom", "my-tiny-model", 0.01, 0.01, 4096),  # custom model: fallback
+    ]
+    sources = [e["source"] for e in router.explain(cands)]
+    assert sources == ["prior", "family", "fallback", "fallback", "fallback"]
+    f = router.featurizer.featurize("Write a Python function that merges two sorted linked lists.")
+    q = router.predict_quality(f, cands)
+    assert np.all(np.isfinite(q)) and np.all((q > 0) & (q < 1))
+    # a frontier-priced model ranks above a 1B model and a tiny custom one
+    assert q[2] > q[3] and q[2] > q[4]
+    assert q[0] == pytest.approx(q[1], abs=0.05)
+
+
+def test_ranks_follow_the_prior_on_a_hard_query(router):
+    f = router.featurizer.featurize(
+        "A train leaves at 3pm going 60 mph; another leaves at 4pm at 80 mph from the same station. "
+        "When does the second catch up, and how far from the station? Show each step."
+    )
+    ladder = [
+        Candidate("openai", "o3", 2.0, 8.0, 200000),
+        Candidate("openai", "gpt-4o", 2.5, 10.0, 128000),
+        Candidate("openai", "gpt-4o-mini", 0.15, 0.6, 128000),
+        Candidate("togetherai", "mistralai/Mixtral-8x7B-Instruct-v0.1", 0.6, 0.6, 32768),
+        Candidate("openai", "gpt-3.5-turbo", 0.5, 1.5, 16385),
+    ]
+    q = router.predict_quality(f, ladder)
+    assert list(np.argsort(-q)) == [0, 1, 2, 3, 4]
+
+
+def test_base_id():
+    assert base_id("gpt-4o-2024-08-06") == "gpt-4o"
+    assert base_id("anthropic/claude-3-5-sonnet-20241022") == "claude-3-5-sonnet"
+    assert base_id("mistral-large-latest") == "mistral-large"
