@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import TYPE_CHECKING, AsyncIterator
 
 from litestar import Litestar
 from litestar.di import Provide
@@ -17,6 +17,9 @@ from api.request_id import RequestIdMiddleware
 from api.services import Services
 from api.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from storage.store import Store
+
 log = logging.getLogger("switchboard.api")
 
 
@@ -25,9 +28,31 @@ def owner_url(settings: Settings) -> str:
     return f"http://{host}:{settings.port}"
 
 
-def create_app(settings: Settings | None = None, *, publish_owner: bool = True) -> Litestar:
+def build_services(settings: Settings, store: "Store") -> Services:
+    """Load what the hot path needs once: catalogue, default router, session log, personalisation memory."""
     from api.auth_cache import AuthCache
+    from api.catalogue import load_catalogue
+    from api.routing.default_router import load_default_router
+    from api.selection.feedback import FeedbackService
+    from api.selection.personalization import FeedbackMemory
+    from api.selection.service import SelectionService
+    from api.selection.sessions import SessionLog
+    from storage import owner
+
+    router = load_default_router()
+    sessions = SessionLog(settings.events_dir, settings.session_flush_seconds).start()
+    memory = FeedbackMemory()
+    selection = SelectionService(load_catalogue(), router.featurizer, router, store, sessions, memory)
+    feedback = FeedbackService(sessions, memory, selection)
+    feedback.rebuild()
+    return Services(settings=settings, store=store, rpc_token=owner.new_token(), selection=selection,
+                    feedback=feedback, sessions=sessions, auth_cache=AuthCache(settings.auth_cache_seconds))
+
+
+def create_app(settings: Settings | None = None, *, publish_owner: bool = True) -> Litestar:
+    from api.controllers.feedback import report_feedback
     from api.controllers.internal import health, storage_rpc
+    from api.controllers.model_select import model_select
     from api.controllers.models import list_models
     from api.controllers.preferences import PreferenceController
     from storage import owner
@@ -39,8 +64,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         store = Store(settings.db_path)
-        services = Services(settings=settings, store=store, rpc_token=owner.new_token(),
-                            auth_cache=AuthCache(settings.auth_cache_seconds))
+        services = build_services(settings, store)
         services_box["services"] = services
         app.state.services = services  # for tests and admin tooling
         if publish_owner:
@@ -51,13 +75,14 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         finally:
             if publish_owner:
                 owner.withdraw(settings.run_dir)
+            services.sessions.close()  # flush buffered sessions and feedback before the process ends
             store.close()
 
     def provide_services() -> Services:
         return services_box["services"]
 
     app = Litestar(
-        route_handlers=[list_models, PreferenceController, health, storage_rpc],
+        route_handlers=[list_models, PreferenceController, model_select, report_feedback, health, storage_rpc],
         lifespan=[lifespan],
         dependencies={"services": Provide(provide_services, sync_to_thread=False),
                       "user": Provide(current_user)},

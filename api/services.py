@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from api.auth_cache import AuthCache
+from api.selection.feedback import FeedbackService
+from api.selection.service import SelectionService
+from api.selection.sessions import SessionLog
 from api.settings import Settings
 from storage.store import Store
 
@@ -14,4 +17,7 @@ class Services:
     settings: Settings
     store: Store
     rpc_token: str
+    selection: SelectionService
+    feedback: FeedbackService
+    sessions: SessionLog
     auth_cache: AuthCache = field(default_factory=AuthCache)
