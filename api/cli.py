@@ -45,13 +45,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
-    from storage.store import StoreError
-
-    try:
-        info = _store().revoke_key(args.key)
-    except StoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    info = _store().revoke_key(args.key)
     print(f"revoked key {info.key_id} ({info.key_prefix}…) of user {info.user_id}")
     return 0
 
@@ -82,8 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from storage.store import StoreError
+
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except StoreError as exc:  # a refusal a person can act on: say it, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -39,16 +39,30 @@ def envelope(request: Request, status: int, code: str, type_: str, message: str,
                     headers=headers)
 
 
+_MISSING_FIELD = re.compile(r"missing required field `([^`]+)`")
+BODY_PARAMETER = "data"  # Litestar's name for the body parameter: never shown to callers
+
+
 def _loc(source: str, key: str | None, message: str) -> list[str | int]:
     """Turn Litestar's key and msgspec's `$.a[0].b` path into a FastAPI-style loc list."""
     loc: list[str | int] = [source]
-    if key:
+    if key and key != BODY_PARAMETER:
         loc.extend(key.split("."))
     match = _JSON_PATH.search(message)
     if match:
         for part in re.findall(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]", match.group(1)):
             loc.append(part[0] if part[0] else int(part[1]))
+    missing = _MISSING_FIELD.search(message)
+    if missing:
+        loc.append(missing.group(1))
     return loc
+
+
+def _message(extra: dict[str, Any], default: str) -> str:
+    message = str(extra.get("message", default))
+    if extra.get("key") == BODY_PARAMETER and message.strip("'\"") == BODY_PARAMETER:
+        return "a JSON body is required"  # Litestar reports an absent body as a KeyError for `data`
+    return _JSON_PATH.sub("", message).rstrip(" -")
 
 
 def validation_items(exc: ValidationException) -> list[ValidationErrorItem]:
@@ -60,7 +74,7 @@ def validation_items(exc: ValidationException) -> list[ValidationErrorItem]:
         source = extra.get("source") or "body"
         source = str(getattr(source, "value", source))  # Litestar passes ParamType enums for params
         items.append(ValidationErrorItem(loc=_loc(source, extra.get("key"), message),
-                                         msg=_JSON_PATH.sub("", message).rstrip(" -"), type="value_error"))
+                                         msg=_message(extra, str(exc.detail)), type="value_error"))
     if not items:
         items.append(ValidationErrorItem(loc=["body"], msg=str(exc.detail), type="value_error"))
     return items

@@ -33,6 +33,10 @@ class ValidationFailed(ApiError):
 class Unauthorized(ApiError):
     status, code, type = 401, "UNAUTHORIZED", "authentication_error"
 
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.headers.setdefault("WWW-Authenticate", 'Bearer realm="switchboard"')  # RFC 6750 section 3
+
 
 class Forbidden(ApiError):
     status, code, type = 403, "FORBIDDEN", "authorization_error"

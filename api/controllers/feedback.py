@@ -7,13 +7,15 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from api.auth import SECURITY
+from api.openapi_docs import error_responses
 from api.schemas.model_select import FeedbackReport, FeedbackResponse
 from api.services import Services
 from storage.records import User
 
 
 @post("/v2/report/metrics/feedback", operation_id="reportFeedback", tags=["routing"], status_code=200,
-      summary="Report feedback on a routing decision", security=SECURITY, sync_to_thread=False)
+      summary="Report feedback on a routing decision", security=SECURITY, sync_to_thread=False,
+      responses=error_responses(404))
 def report_feedback(data: JSONBody[FeedbackReport], user: NamedDependency[User],
                     services: NamedDependency[Services]) -> FeedbackResponse:
     return services.feedback.report(data, user)

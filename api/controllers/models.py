@@ -8,11 +8,13 @@ from litestar.params import Parameter
 
 from api.catalogue import UnknownProviderError, load_catalogue
 from api.errors import BadRequest
+from api.openapi_docs import error_responses
 from api.schemas.models import ModelListResponse, ModelResponse, to_model_response
 
 
 @get("/v2/models", operation_id="listModels", tags=["models"], summary="List supported models",
-     cache_control=CacheControlHeader(max_age=3600, public=True), sync_to_thread=False)
+     cache_control=CacheControlHeader(max_age=3600, public=True), sync_to_thread=False,
+     responses=error_responses(secured=False))
 def list_models(
     provider: list[str] | None = Parameter(default=None, description="Filter by provider; repeat to give several"),
     aggregator_only: bool = Parameter(default=False, description="Only models served by the aggregator"),

@@ -13,6 +13,7 @@ from litestar import Controller, delete, post, put
 
 from api.auth import SECURITY
 from api.errors import BadRequest, NotFound
+from api.openapi_docs import error_responses
 from api.schemas.preferences import (PreferenceCreateRequest, PreferenceCreateResponse, PreferenceDeleteResponse,
                                      PreferenceResponse, UpdatePreferenceBase)
 from api.services import Services
@@ -35,7 +36,7 @@ class PreferenceController(Controller):
     security = SECURITY
 
     @post("/userPreferenceCreate", operation_id="userPreferenceCreate", status_code=200,
-          summary="Create a preference")
+          summary="Create a preference", responses=error_responses(404))
     async def create(self, data: JSONBody[PreferenceCreateRequest], user: NamedDependency[User], services: NamedDependency[Services]) -> PreferenceCreateResponse:
         name = data.name.strip() if data.name else ""
         if not name:
@@ -43,7 +44,7 @@ class PreferenceController(Controller):
         pref = services.store.create_preference(user.user_id, name)
         return PreferenceCreateResponse(preference_id=pref.preference_id)
 
-    @put("/userPreferenceUpdate", operation_id="userPreferenceUpdate", summary="Update a preference")
+    @put("/userPreferenceUpdate", operation_id="userPreferenceUpdate", summary="Update a preference", responses=error_responses(404))
     async def update(self, data: JSONBody[UpdatePreferenceBase], user: NamedDependency[User], services: NamedDependency[Services]) -> PreferenceResponse:
         current = services.store.get_preference(user.user_id, data.preference_id)
         if current is None:
@@ -63,7 +64,7 @@ class PreferenceController(Controller):
         return to_response(updated)
 
     @delete("/userPreferenceDelete/{preference_id:str}", operation_id="userPreferenceDelete", status_code=200,
-            summary="Delete a preference and its custom router")
+            summary="Delete a preference and its custom router", responses=error_responses(404))
     async def remove(self, preference_id: FromPath[str], user: NamedDependency[User], services: NamedDependency[Services]) -> PreferenceDeleteResponse:
         artefacts = services.store.delete_preference(user.user_id, preference_id)
         if artefacts is None:
