@@ -59,10 +59,14 @@ class Store:
                     "stop it, or talk to it through its owner URL") from exc
             raise
         self._lock = threading.RLock()
+        self._closed = False
         self.applied_migrations = migrate.apply(self._conn)
 
     def close(self) -> None:
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             self._conn.execute("CHECKPOINT")
             self._conn.close()
 
