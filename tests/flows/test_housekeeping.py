@@ -1,0 +1,130 @@
+"""The `housekeeping` flow against a temp data dir and a real (throw-away) Prefect server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from api.settings import get_settings
+from storage import events
+from storage.store import Store
+
+# Prefect is imported inside the tests, never at collection: importing it fixes Prefect's settings for the whole
+# pytest process, which would hide a PREFECT_API_URL that another test sets later.
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+@pytest.fixture(scope="module")
+def sample_flows():
+    from prefect import flow
+
+    @flow(name="test-finishes")
+    def finishes() -> int:
+        return 42
+
+    @flow(name="test-breaks")
+    def breaks() -> None:
+        raise ValueError("kaput in the flow body")
+
+    return finishes, breaks
+
+
+def flow_run_id_of(state) -> str:
+    return str(state.state_details.flow_run_id)
+
+
+async def scheduled_flow_run_id(some_flow) -> str:
+    """A flow run that exists on the server but never ran (Scheduled): its job must stay open."""
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        run = await client.create_flow_run(some_flow)
+    return str(run.id)
+
+
+def backdate(store: Store, job_id: str, minutes: float) -> None:
+    store._run("UPDATE jobs SET updated_at = ? WHERE job_id = ?",
+               [datetime.now(timezone.utc) - timedelta(minutes=minutes), job_id])
+
+
+def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample_flows):
+    from flows.housekeeping import housekeeping
+
+    finishes, breaks = sample_flows
+    settings = get_settings()
+    assert settings.data_dir == data_dir.resolve()
+
+    completed_run = finishes(return_state=True)
+    assert completed_run.is_completed()
+    failed_run = breaks(return_state=True)
+    assert failed_run.is_failed()
+    scheduled_run = asyncio.run(scheduled_flow_run_id(finishes))
+
+    store = Store(settings.db_path)
+    never_started = store.create_job("train-custom-router", "alice", "p1")
+    backdate(store, never_started.job_id, minutes=20)
+    just_created = store.create_job("train-custom-router", "alice", "p2")  # not stale yet: left alone
+    backdate(store, just_created.job_id, minutes=5)
+    finished = store.create_job("optimize-prompt", "alice", "r1", status="processing")
+    store.update_job(finished.job_id, flow_run_id=flow_run_id_of(completed_run))
+    crashed = store.create_job("optimize-prompt", "alice", "r2", status="processing")
+    store.update_job(crashed.job_id, flow_run_id=flow_run_id_of(failed_run))
+    unknown_run = str(uuid.uuid4())
+    vanished = store.create_job("optimize-prompt", "alice", "r3", status="queued")
+    store.update_job(vanished.job_id, flow_run_id=unknown_run)
+    waiting = store.create_job("optimize-prompt", "alice", "r4", status="queued")
+    store.update_job(waiting.job_id, flow_run_id=scheduled_run)
+    already_failed = store.create_job("optimize-prompt", "alice", "r5")
+    store.update_job(already_failed.job_id, status="failed", error="the original reason",
+                     flow_run_id=str(uuid.uuid4()))
+    backdate(store, already_failed.job_id, minutes=60)
+    store.close()  # the flow opens the database itself (no owner is running)
+
+    today = datetime.now(timezone.utc).date()
+    old_day, recent_day = today - timedelta(days=4), today
+    for day in (old_day, recent_day):
+        for i in range(3):
+            events.append(settings.events_dir, "sessions", pa.table({"n": [i, i + 10]}), day=day)
+    events.append(settings.events_dir, "llm_usage", pa.table({"tokens": [1]}), day=old_day)
+    events.append(settings.events_dir, "llm_usage", pa.table({"tokens": [2]}), day=old_day)
+
+    summary = asyncio.run(housekeeping())
+
+    assert summary == {"jobs_reconciled": 4, "event_files_compacted": 3 + 2}
+    store = Store(settings.db_path)
+    try:
+        job = store.get_job(never_started.job_id)
+        assert job.status == "failed" and "never handed to a flow run" in job.error
+        assert store.get_job(just_created.job_id).status == "created"
+        job = store.get_job(finished.job_id)
+        assert (job.status, job.error) == ("completed", None)
+        job = store.get_job(crashed.job_id)
+        assert job.status == "failed" and "kaput in the flow body" in job.error  # Prefect's state message
+        job = store.get_job(vanished.job_id)
+        assert job.status == "failed" and "unknown to the Prefect server" in job.error and unknown_run in job.error
+        job = store.get_job(waiting.job_id)
+        assert (job.status, job.error) == ("queued", None)
+        job = store.get_job(already_failed.job_id)
+        assert (job.status, job.error) == ("failed", "the original reason")
+        assert {j.job_id for j in store.open_jobs()} == {just_created.job_id, waiting.job_id}
+    finally:
+        store.close()
+
+    def files(table: str, day) -> list[Path]:
+        return [p for p in events.parts(settings.events_dir, table) if p.parent.name == f"day={day.isoformat()}"]
+
+    assert len(files("sessions", old_day)) == 1 and len(files("sessions", recent_day)) == 3
+    assert len(files("llm_usage", old_day)) == 1
+    import duckdb
+
+    total = duckdb.sql(f"SELECT count(*), sum(n) FROM read_parquet('{events.glob(settings.events_dir, 'sessions')}',"
+                       " hive_partitioning = true)").fetchall()[0]
+    assert total == (12, 2 * 3 * (0 + 10) + 2 * 2 * (1 + 2))
+
+    # A second pass has nothing left to do.
+    assert asyncio.run(housekeeping()) == {"jobs_reconciled": 0, "event_files_compacted": 0}

@@ -1,0 +1,132 @@
+"""Numbered, append-only migrations: against an empty database, twice, an old database, and a failing one."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from storage import migrate
+from storage.store import Store
+
+MIGRATIONS_DIR = Path(str(resources.files("storage").joinpath("migrations")))
+CORE_TABLES = {"users", "api_keys", "preferences", "jobs", "custom_routers"}
+
+
+def tables(conn: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in conn.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+
+
+def created_by_sql() -> set[str]:
+    """Every table a shipped migration creates, read from the SQL itself."""
+    names = set()
+    for _, _, sql in migrate.available():
+        names |= {m.lower() for m in re.findall(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", sql, re.I)}
+    return names
+
+
+@pytest.fixture
+def conn(tmp_path: Path):
+    connection = duckdb.connect(str(tmp_path / "m.duckdb"))
+    yield connection
+    connection.close()
+
+
+def test_migration_files_are_numbered_from_one_without_gaps():
+    sql_files = sorted(p.name for p in MIGRATIONS_DIR.iterdir() if p.suffix == ".sql")
+    assert sql_files, "no migrations shipped"
+    for name in sql_files:
+        assert re.fullmatch(r"\d{4}_[a-z0-9_]+\.sql", name), f"{name} does not follow NNNN_name.sql"
+    numbers = [int(name[:4]) for name in sql_files]
+    assert numbers == list(range(1, len(numbers) + 1))
+    # available() sees exactly these files, in order.
+    assert [name for _, name, _ in migrate.available()] == sql_files
+
+
+def test_empty_database_gets_every_table_and_every_version(conn):
+    applied = migrate.apply(conn)
+    expected_versions = [v for v, _, _ in migrate.available()]
+    assert applied == [name for _, name, _ in migrate.available()]
+    rows = conn.execute("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").fetchall()
+    assert [r[0] for r in rows] == expected_versions == list(range(1, len(expected_versions) + 1))
+    assert [r[1] for r in rows] == applied
+    assert all(r[2] is not None for r in rows)
+    present = tables(conn)
+    assert CORE_TABLES <= present
+    assert created_by_sql() <= present
+    assert "schema_migrations" in present
+
+
+def test_applying_twice_is_a_no_op(conn):
+    migrate.apply(conn)
+    conn.execute("INSERT INTO users VALUES ('u', 'o', 'free', false, false, now())")
+    before = conn.execute("SELECT * FROM schema_migrations ORDER BY version").fetchall()
+    assert migrate.apply(conn) == []
+    assert conn.execute("SELECT * FROM schema_migrations ORDER BY version").fetchall() == before
+    assert conn.execute("SELECT count(*) FROM users").fetchone()[0] == 1
+
+
+def test_store_applies_migrations_once(tmp_path):
+    db = tmp_path / "s.duckdb"
+    first = Store(db)
+    assert first.applied_migrations == [name for _, name, _ in migrate.available()]
+    first.close()
+    second = Store(db)
+    try:
+        assert second.applied_migrations == []
+    finally:
+        second.close()
+
+
+def test_a_version_1_database_upgrades_to_the_latest_keeping_its_rows(tmp_path):
+    db = tmp_path / "old.duckdb"
+    version, name, sql = migrate.available()[0]
+    assert version == 1
+    # Build the database exactly as the first release left it: only 0001 applied and recorded.
+    old = duckdb.connect(str(db))
+    old.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
+                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+    old.execute(sql)
+    old.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, name])
+    old.execute("INSERT INTO users VALUES ('olduser', 'oldorg', 'startup', true, false, now())")
+    old.execute("INSERT INTO api_keys VALUES ('k1', 'hash1', 'sb-abcdef', 'olduser', now(), NULL)")
+    old.execute("INSERT INTO preferences VALUES ('p1', 'olduser', 'Legacy', 'cost', NULL, 3, true, now(), now())")
+    assert "jobs" not in tables(old)
+    old.close()
+
+    store = Store(db)
+    try:
+        assert store.applied_migrations == [n for v, n, _ in migrate.available() if v > 1]
+        assert store.user_for_key("hash1").tier == "startup"
+        pref = store.get_preference("olduser", "p1")
+        assert (pref.name, pref.tradeoff, pref.max_model_depth, pref.hash_content) == ("Legacy", "cost", 3, True)
+        assert pref.has_custom_router is False  # a later table is queried alongside the old rows
+        versions = [r[0] for r in store._rows("SELECT version FROM schema_migrations ORDER BY version")]
+        assert versions == [v for v, _, _ in migrate.available()]
+        # Tables from later migrations work.
+        job = store.create_job("train-custom-router", "olduser", "p1")
+        assert store.get_job(job.job_id).status == "created"
+    finally:
+        store.close()
+
+
+def test_a_failing_migration_is_rolled_back_and_not_recorded(conn, monkeypatch):
+    migrate.apply(conn)
+    shipped = migrate.available()
+    next_version = shipped[-1][0] + 1
+    broken = (next_version, f"{next_version:04d}_broken.sql",
+              "CREATE TABLE half_done (x INTEGER); INSERT INTO half_done VALUES (1); SELECT * FROM no_such_table;")
+    monkeypatch.setattr(migrate, "available", lambda: [*shipped, broken])
+    with pytest.raises(duckdb.Error):
+        migrate.apply(conn)
+    assert "half_done" not in tables(conn)
+    assert next_version not in {r[0] for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+    # Once fixed, it applies.
+    fixed = (next_version, broken[1], "CREATE TABLE half_done (x INTEGER);")
+    monkeypatch.setattr(migrate, "available", lambda: [*shipped, fixed])
+    assert migrate.apply(conn) == [broken[1]]
+    assert "half_done" in tables(conn)
