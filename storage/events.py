@@ -32,11 +32,15 @@ def append(events_dir: Path, table: str, rows: pa.Table, day: date | None = None
     folder.mkdir(parents=True, exist_ok=True)
     name = f"part-{time.time_ns()}-{os.getpid()}-{secrets.token_hex(3)}.parquet"
     tmp = folder / f".{name}.tmp"
-    pq.write_table(rows, tmp, compression="zstd")
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    final = folder / name
-    os.replace(tmp, final)
+    try:
+        pq.write_table(rows, tmp, compression="zstd")
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        final = folder / name
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # readers ignore dot-files, but a full disk should not keep filling up
+        raise
     return final
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 
@@ -51,19 +50,18 @@ def test_cli_talks_to_the_running_owner(service: Service) -> None:
 
 
 def test_housekeeping_deployment_runs_on_the_runner(service: Service) -> None:
-    os.environ["PREFECT_API_URL"] = service.prefect_url
-    try:
-        from prefect.client.orchestration import get_client
-        from prefect.deployments import run_deployment
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-        async def run() -> str:
-            flow_run = await run_deployment("housekeeping/housekeeping", timeout=90, poll_interval=1)
-            async with get_client() as client:
-                return (await client.read_flow_run(flow_run.id)).state.type.value
+    async def run() -> str:
+        flow_run = await run_deployment("housekeeping/housekeeping", timeout=90, poll_interval=1)
+        async with get_client() as client:
+            return (await client.read_flow_run(flow_run.id)).state.type.value
 
+    # Prefect reads its settings at import; temporary_settings points this process at the service's server.
+    with temporary_settings({PREFECT_API_URL: service.prefect_url}):
         assert asyncio.run(run()) == "COMPLETED"
-    finally:
-        os.environ.pop("PREFECT_API_URL", None)
 
 
 def test_ctrl_c_stops_everything_and_restart_keeps_data(tmp_path) -> None:
