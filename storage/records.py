@@ -72,3 +72,40 @@ class Job(msgspec.Struct, frozen=True):
     error: str | None
     created_at: datetime
     updated_at: datetime
+
+
+class RouterTraining(msgspec.Struct, frozen=True):
+    """What a custom router training job was given (the dataset itself is a Parquet file under the data dir)."""
+
+    job_id: str
+    preference_id: str
+    dataset_path: str
+    language: str
+    maximize: bool
+    models: str  # JSON array of the resolved llm_providers entries
+    rows: int
+    created_at: datetime
+
+
+class CustomRouterRecord(msgspec.Struct, frozen=True):
+    router_id: str
+    preference_id: str
+    job_id: str | None
+    artefact_path: str
+    is_live: bool
+    created_at: datetime
+
+
+class RouterState(msgspec.Struct, frozen=True):
+    """Where a preference's custom router stands: its latest training job and its live router, if any."""
+
+    preference_id: str
+    job: Job | None
+    live: CustomRouterRecord | None
+
+
+class TrainingStart(msgspec.Struct, frozen=True):
+    """A new training job, and the earlier open jobs of the same preference it cancelled."""
+
+    job: Job
+    superseded: list[Job]

@@ -10,7 +10,7 @@ import threading
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 import duckdb
 import msgspec
@@ -19,25 +19,8 @@ from storage import keys as keyfmt
 from storage import migrate
 from storage.records import (JOB_STATUSES, OPEN_JOB_STATUSES, ApiKeyInfo, IssuedKey, Job, Preference,
                              PreferenceChanges, User)
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def exposed(fn: F) -> F:
-    fn.__rpc_exposed__ = True  # type: ignore[attr-defined]
-    return fn
-
-
-class StoreError(Exception):
-    """A storage-level refusal with a message fit for a person (e.g. unknown key id)."""
-
-
-class DatabaseLocked(StoreError):
-    pass
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
+from storage.base import DatabaseLocked, StoreError, _now, exposed  # noqa: F401 (re-exported)
+from storage.training_store import RouterTrainingStore
 
 
 _PREF_COLS = ("preference_id, user_id, name, tradeoff, cost_quality_tradeoff, max_model_depth, hash_content,"
@@ -45,7 +28,7 @@ _PREF_COLS = ("preference_id, user_id, name, tradeoff, cost_quality_tradeoff, ma
               " EXISTS (SELECT 1 FROM custom_routers r WHERE r.preference_id = p.preference_id) AS has_custom_router")
 
 
-class Store:
+class Store(RouterTrainingStore):
     """Thread-safe facade over one DuckDB connection (statements are tiny; a lock keeps it simple)."""
 
     def __init__(self, db_path: Path) -> None:
@@ -60,7 +43,19 @@ class Store:
             raise
         self._lock = threading.RLock()
         self._closed = False
+        # Called with a subject id (a preference id for router training) after a job or router change commits,
+        # so the owning process can keep in-memory indexes current without polling (api.custom_router.registry).
+        self._listeners: list[Callable[[str], None]] = []
         self.applied_migrations = migrate.apply(self._conn)
+
+    def subscribe(self, listener: Callable[[str], None]) -> None:
+        self._listeners.append(listener)
+
+    def _notify(self, subject_id: str | None) -> None:
+        if subject_id is None:
+            return
+        for listener in self._listeners:
+            listener(subject_id)
 
     def close(self) -> None:
         with self._lock:
@@ -208,11 +203,16 @@ class Store:
                     "SELECT artefact_path FROM custom_routers WHERE preference_id = ?", [preference_id]).fetchall()]
                 self._conn.execute("DELETE FROM custom_routers WHERE preference_id = ?", [preference_id])
                 self._conn.execute("DELETE FROM preferences WHERE preference_id = ?", [preference_id])
+                # A training job still running for it must not publish afterwards (publishing needs an open job).
+                self._conn.execute(f"UPDATE jobs SET status = 'cancelled', error = 'the preference was deleted',"
+                                   f" updated_at = ? WHERE subject_id = ? AND status IN {OPEN_JOB_STATUSES}",
+                                   [_now(), preference_id])
                 self._conn.execute("COMMIT")
             except Exception:
                 self._conn.execute("ROLLBACK")
                 raise
-            return paths
+        self._notify(preference_id)
+        return paths
 
     # --- jobs -----------------------------------------------------------------------------------
 
@@ -242,7 +242,10 @@ class Store:
         self._run("UPDATE jobs SET status = coalesce(?, status), flow_run_id = coalesce(?, flow_run_id),"
                   f" error = coalesce(?, error), updated_at = ? WHERE job_id = ?{guard}",
                   [status, flow_run_id, error, _now(), job_id])
-        return self.get_job(job_id)
+        job = self.get_job(job_id)
+        if job is not None:
+            self._notify(job.subject_id)
+        return job
 
     @exposed
     def open_jobs(self) -> list[Job]:
@@ -261,4 +264,7 @@ class Store:
 
 
 def exposed_methods() -> dict[str, Callable[..., Any]]:
-    return {name: fn for name, fn in vars(Store).items() if getattr(fn, "__rpc_exposed__", False)}
+    found: dict[str, Callable[..., Any]] = {}
+    for klass in reversed(Store.__mro__):  # mixins first, so Store's own definitions win
+        found.update({name: fn for name, fn in vars(klass).items() if getattr(fn, "__rpc_exposed__", False)})
+    return found
