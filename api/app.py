@@ -39,14 +39,19 @@ def build_services(settings: Settings, store: "Store") -> Services:
     from api.selection.sessions import SessionLog
     from storage import owner
 
+    from api.custom_router.startup import custom_router_services
+
     router = load_default_router()
     sessions = SessionLog(settings.events_dir, settings.session_flush_seconds).start()
     memory = FeedbackMemory()
-    selection = SelectionService(load_catalogue(), router.featurizer, router, store, sessions, memory)
+    catalogue = load_catalogue()
+    registry, training = custom_router_services(settings, store, catalogue, router.featurizer)
+    selection = SelectionService(catalogue, router.featurizer, router, store, sessions, memory, registry)
     feedback = FeedbackService(sessions, memory, selection)
     feedback.rebuild()
     return Services(settings=settings, store=store, rpc_token=owner.new_token(), selection=selection,
-                    feedback=feedback, sessions=sessions, auth_cache=AuthCache(settings.auth_cache_seconds))
+                    feedback=feedback, sessions=sessions, auth_cache=AuthCache(settings.auth_cache_seconds),
+                    custom_routers=registry, router_training=training)
 
 
 def create_app(settings: Settings | None = None, *, publish_owner: bool = True) -> Litestar:
@@ -55,6 +60,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     from api.controllers.model_select import model_select
     from api.controllers.models import list_models
     from api.controllers.preferences import PreferenceController
+    from api.controllers.router_training import train_custom_router
     from storage import owner
     from storage.store import Store
 
@@ -81,8 +87,12 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     def provide_services() -> Services:
         return services_box["services"]
 
+    # The upload route alone accepts bodies up to the dataset limit plus room for the other form fields; the file's
+    # own size is checked exactly (413 naming the limit) by the training service.
+    train_custom_router.request_max_body_size = settings.upload_max_bytes + 256 * 1024
     app = Litestar(
-        route_handlers=[list_models, PreferenceController, model_select, report_feedback, health, storage_rpc],
+        route_handlers=[list_models, PreferenceController, model_select, report_feedback, health, storage_rpc,
+                        train_custom_router],
         lifespan=[lifespan],
         dependencies={"services": Provide(provide_services, sync_to_thread=False),
                       "user": Provide(current_user)},

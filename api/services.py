@@ -10,6 +10,8 @@ from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
 from api.settings import Settings
 from storage.store import Store
+from api.custom_router.registry import CustomRouterRegistry
+from api.custom_router.submission import RouterTrainingService
 
 
 @dataclass
@@ -21,3 +23,5 @@ class Services:
     feedback: FeedbackService
     sessions: SessionLog
     auth_cache: AuthCache = field(default_factory=AuthCache)
+    custom_routers: CustomRouterRegistry | None = None
+    router_training: RouterTrainingService | None = None

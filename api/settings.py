@@ -37,6 +37,7 @@ class Settings:
     prefect_port: int
     max_body_bytes: int
     upload_max_bytes: int
+    upload_parse_seconds: float
     auth_cache_seconds: float
     session_flush_seconds: float
     today_override: str | None
@@ -75,6 +76,7 @@ def get_settings() -> Settings:
         prefect_port=_int("SWITCHBOARD_PREFECT_PORT", 4200),
         max_body_bytes=_int("SWITCHBOARD_MAX_BODY_BYTES", 2 * 1024 * 1024),
         upload_max_bytes=_int("SWITCHBOARD_UPLOAD_MAX_BYTES", 5 * 1024 * 1024),
+        upload_parse_seconds=_float("SWITCHBOARD_UPLOAD_PARSE_SECONDS", 20.0),
         auth_cache_seconds=_float("SWITCHBOARD_AUTH_CACHE_SECONDS", 30.0),
         session_flush_seconds=_float("SWITCHBOARD_SESSION_FLUSH_SECONDS", 1.0),
         today_override=os.environ.get("SWITCHBOARD_TODAY") or None,

@@ -119,6 +119,9 @@ def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
 def start_runner(sup: Supervisor, logs: Path) -> None:
     from flows.registry import HOUSEKEEPING
 
+    # The runner polls Prefect for scheduled runs; its default (10 s) would eat a sixth of the 60 s budget from a
+    # router-training upload to a live router. 2 s costs one tiny local HTTP call per poll.
+    sup.env.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
     child = sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log")
     # Ready once its deployments are registered, so the API can trigger them straight away.
     sup.wait_healthy(child, f"{sup.env['PREFECT_API_URL']}/deployments/name/{HOUSEKEEPING}", timeout=120)

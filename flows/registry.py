@@ -5,12 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 HOUSEKEEPING = "housekeeping/housekeeping"
+TRAIN_CUSTOM_ROUTER = "train-custom-router/train-custom-router"
 
 
 def deployments() -> list[Any]:
     from flows.housekeeping import housekeeping
+    from flows.train_custom_router import train_custom_router
 
     return [
         housekeeping.to_deployment(name="housekeeping", interval=600,
                                    description="Reconcile jobs with Prefect, compact event logs, checkpoint DuckDB"),
+        train_custom_router.to_deployment(name="train-custom-router",
+                                          description="Train a preference's custom router from an uploaded CSV"),
     ]

@@ -62,6 +62,17 @@ class RouterTrainingStore:
         return TrainingStart(job=job, superseded=superseded)
 
     @exposed
+    def mark_job_queued(self, job_id: str, flow_run_id: str) -> Job | None:
+        """Record the flow run; move `created` to `queued` (a flow that already started keeps `processing`)."""
+        with self._lock:
+            self._conn.execute("UPDATE jobs SET flow_run_id = ?, updated_at = ?, status = CASE WHEN status ="
+                               " 'created' THEN 'queued' ELSE status END WHERE job_id = ?", [flow_run_id, _now(), job_id])
+            job = self.get_job(job_id)
+        if job is not None:
+            self._notify(job.subject_id)
+        return job
+
+    @exposed
     def get_router_training(self, job_id: str) -> RouterTraining | None:
         rows = self._rows("SELECT * FROM router_trainings WHERE job_id = ?", [job_id])
         return RouterTraining(*rows[0]) if rows else None

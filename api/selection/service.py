@@ -20,6 +20,7 @@ from api.routing.router import Candidate
 from api.routing.text import count_tokens, full_text, message_texts, routing_text
 from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse
 from api.selection.candidates import aggregator_format, resolve
+from api.selection.custom_mix import mixed_quality
 from api.selection.eligibility import eligible
 from api.selection.latency import estimated_latency_s
 from api.selection.personalization import FeedbackMemory
@@ -41,7 +42,11 @@ class PreferenceLookup(Protocol):
 
 
 class RouterSource(Protocol):
-    """Which router serves a preference: its live custom router, or None for the default (issue 4 adds states)."""
+    """Which router serves a preference: its live custom router, or None for the default. Raises an ApiError while
+    the preference's training is open or after it failed (api.custom_router.registry). A custom router also has
+    `known(candidates)` and takes `text=` (api.selection.custom_mix); cost_quality_tradeoff uses its own schedule,
+    calibrated on its training data (api.custom_router.calibration), which goes beyond the spec (there it is not
+    supported with custom routers)."""
 
     def for_preference(self, preference: Preference | None) -> ScoringRouter | None: ...
 
@@ -111,9 +116,14 @@ class SelectionService:
         features = self.featurizer.featurize(routing_text(req.messages), tools_present=bool(req.tools),
                                              n_messages=len(texts))
         featurized = time.perf_counter_ns()
-        router = self.custom_routers.for_preference(pref) or self.default_router
+        custom = self.custom_routers.for_preference(pref)  # raises while its training is open or after a failure
         plain = [c.candidate for c in candidates]
-        quality = router.predict_quality(features, plain)
+        if custom is None:
+            router, router_name = self.default_router, self.default_router.name
+            quality = router.predict_quality(features, plain)
+        else:
+            quality, router, router_name = mixed_quality(custom, self.default_router, features, plain,
+                                                         routing_text(req.messages))
         personalised = pref is not None and self.memory.knows(pref.preference_id)
         if personalised:
             quality = self.memory.adjust(pref.preference_id, self.embedding(features),  # type: ignore[union-attr]
@@ -142,7 +152,7 @@ class SelectionService:
             "estimated_cost_usd": [float(x) for x in decision.cost_usd], "chosen": chosen.candidate.key,
             "chosen_label_provider": chosen.label.provider, "chosen_label_model": chosen.label.model,
             "tradeoff": opts.tradeoff, "cost_quality_tradeoff": opts.cost_quality_tradeoff,
-            "max_model_depth": opts.max_model_depth, "router": router.name, "personalised": personalised,
+            "max_model_depth": opts.max_model_depth, "router": router_name, "personalised": personalised,
             "featurize_us": (featurized - started) // 1000, "decide_us": (done - featurized) // 1000,
         })
         return ModelSelectResponse(providers=[chosen.label], session_id=session_id)

@@ -1,0 +1,108 @@
+"""A trained custom router, as served: loads an artefact folder and scores the candidates it knows.
+
+    q_m(x) = sigmoid(a_m * logit(linear_m(x)) + b_m * logit(trees_m(x)) + c_m * logit(knn_m(x)) + d_m)
+
+- linear_m: soft-label logistic regression on the query vector [embedding | hand features];
+- trees_m: the XGBoost models of the cross-validation folds, averaged (evaluated with numpy, api.custom_router.trees);
+- knn_m: similarity-weighted mean score of model m on the 30 most similar training prompts (cosine on the embedding);
+- (a, b, c, d)_m: the stacker, fitted on out-of-fold predictions, which also calibrates q_m to the observed score
+  scale (scores rescaled to 0..1, see api.custom_router.training).
+
+Artefact folder (immutable, one per training job; "promote" = the custom_routers.is_live pointer):
+router.json (format, encoder version, models and prices, schedule, stacker), linear.npy, knn_embeddings.npy
+(float16), knn_targets.npy, xgb/m<i>_f<k>.json (XGBoost JSON). No pickles (house rule 5).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from api.custom_router.encoders import Encoder, encoder_for
+from api.custom_router.trees import TreeEnsembles
+from api.routing.features import Featurizer, FeatureVersionMismatch, QueryFeatures
+from api.routing.router import Candidate
+
+FORMAT = "switchboard-custom-router/1"
+_EPS = 1e-4
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, _EPS, 1 - _EPS)
+    return np.log(p / (1 - p))
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+def knn_scores(sims: np.ndarray, targets: np.ndarray, k: int, temperature: float) -> np.ndarray:
+    """Similarity-weighted mean target of the k nearest rows. sims: (q, n); targets: (n, M) -> (q, M)."""
+    k = min(k, sims.shape[1])
+    idx = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    top = np.take_along_axis(sims, idx, axis=1)
+    w = np.exp(temperature * (top - top.max(axis=1, keepdims=True)))
+    return np.einsum("qk,qkm->qm", w, targets[idx]) / w.sum(axis=1, keepdims=True)
+
+
+class CustomRouter:
+    """Immutable after load; safe to share between threads."""
+
+    def __init__(self, folder: Path, spec: dict, encoder: Encoder):
+        if spec.get("format") != FORMAT:
+            raise FeatureVersionMismatch(f"{folder}: unknown custom router format {spec.get('format')!r}")
+        if spec["feature_version"] != encoder.version:
+            raise FeatureVersionMismatch(
+                f"custom router in {folder} was trained with features {spec['feature_version']!r}, this code "
+                f"computes {encoder.version!r}; train it again")
+        self.folder, self.spec, self.encoder = folder, spec, encoder
+        self.name = f"custom:{spec['job_id']}"
+        self.language = spec["language"]
+        self.models: list[str] = [m["key"] for m in spec["models"]]
+        self.index = {key: i for i, key in enumerate(self.models)}
+        self.schedule: tuple[float, ...] = tuple(float(x) for x in spec["schedule"]) + (float("inf"),)
+        self.stacker = np.asarray(spec["stacker"], dtype=np.float64)  # (M, 4)
+        self.knn_k, self.knn_temperature = int(spec["knn"]["k"]), float(spec["knn"]["temperature"])
+        self.linear = np.load(folder / "linear.npy").astype(np.float64)  # (d + 1, M)
+        self.knn_embeddings = np.load(folder / "knn_embeddings.npy").astype(np.float32)  # (n, e)
+        self.knn_targets = np.load(folder / "knn_targets.npy").astype(np.float64)  # (n, M)
+        folds = int(spec["xgb"]["folds"])
+        self.trees = TreeEnsembles([[folder / "xgb" / f"m{m}_f{k}.json" for k in range(folds)]
+                                    for m in range(len(self.models))])
+        if self.linear.shape[0] != encoder.dim + 1:
+            raise FeatureVersionMismatch("linear head width does not match the encoder's vector width")
+
+    @property
+    def needs_text(self) -> bool:
+        """A multilingual router embeds the text itself; an English one reuses modelSelect's features."""
+        return self.language != "english"
+
+    def known(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        return np.array([c.key in self.index for c in candidates], dtype=bool)
+
+    def quality_of_all(self, vector: np.ndarray) -> np.ndarray:
+        """Predicted quality (0..1) of every trained model for one query vector."""
+        x = np.asarray(vector, dtype=np.float32).astype(np.float64)
+        lin = sigmoid(np.append(x, 1.0) @ self.linear)
+        trees = self.trees.predict(x)
+        emb = x[: self.knn_embeddings.shape[1]].astype(np.float32)
+        knn = knn_scores((self.knn_embeddings @ emb)[None, :], self.knn_targets, self.knn_k,
+                         self.knn_temperature)[0]
+        a, b, c, d = self.stacker.T
+        return sigmoid(a * logit(lin) + b * logit(trees) + c * logit(knn) + d)
+
+    def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate],
+                        text: str | None = None) -> np.ndarray:
+        """Aligned with `candidates`; NaN for models this router was not trained on (the caller decides)."""
+        vector = self.encoder.vector(text or "", None if self.needs_text else features)
+        q = self.quality_of_all(vector)
+        return np.array([q[self.index[c.key]] if c.key in self.index else np.nan for c in candidates])
+
+
+def load_custom_router(folder: Path | str, featurizer: Featurizer | None = None) -> CustomRouter:
+    folder = Path(folder)
+    spec = json.loads((folder / "router.json").read_text(encoding="utf-8"))
+    return CustomRouter(folder, spec, encoder_for(spec.get("language", "english"), featurizer))

@@ -1,0 +1,119 @@
+"""Which router serves a preference, kept in memory so modelSelect never queries DuckDB for it.
+
+The API process owns the store (storage/owner.py); every change to a training job or a custom router goes through
+it, from the upload controller or from the flow's RPC calls, and the store tells this registry (Store.subscribe).
+The registry then re-reads that one preference's state and, when a new router went live, loads its artefact
+before the publishing call returns, so the router answers as soon as the flow has published it.
+
+The rule modelSelect applies to a preference (the latest training job decides):
+- no training job: the default router;
+- latest job created / queued / processing: 409 ROUTER_TRAINING_IN_PROGRESS with `Retry-After: 30`;
+- latest job failed (or cancelled, e.g. by a service restart or in the Prefect UI): 400 ROUTER_TRAINING_FAILED,
+  whose message says why and asks for a new upload;
+- latest job completed: its live custom router.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from api.errors import ApiError, BadRequest, ServiceUnavailable
+from storage.records import OPEN_JOB_STATUSES, Preference, RouterState
+
+if TYPE_CHECKING:
+    from api.custom_router.model import CustomRouter
+    from api.routing.features import Featurizer
+
+log = logging.getLogger("switchboard.custom_routers")
+RETRY_AFTER_SECONDS = 30
+
+
+class RouterTrainingInProgress(ApiError):
+    status, code, type = 409, "ROUTER_TRAINING_IN_PROGRESS", "conflict_error"
+
+
+@dataclass(frozen=True)
+class Entry:
+    state: RouterState
+    router: "CustomRouter | None"
+    load_error: str | None = None
+
+
+class CustomRouterRegistry:
+    """RouterSource for SelectionService: preference -> live custom router, or an error while it has none."""
+
+    def __init__(self, store, featurizer: "Featurizer | None" = None, artefacts_root: Path | None = None):
+        self.store = store
+        self.featurizer = featurizer
+        self.artefacts_root = artefacts_root.resolve() if artefacts_root else None
+        self._entries: dict[str, Entry] = {}
+        self._lock = threading.Lock()
+
+    def load_all(self) -> "CustomRouterRegistry":
+        for state in self.store.router_states():
+            self._apply(state)
+        return self
+
+    def attach(self) -> "CustomRouterRegistry":
+        self.store.subscribe(self.refresh)
+        return self
+
+    def refresh(self, preference_id: str) -> None:
+        self._apply(self.store.router_state(preference_id))
+
+    def _apply(self, state: RouterState) -> None:
+        if state.job is None and state.live is None:
+            with self._lock:
+                self._entries.pop(state.preference_id, None)
+            return
+        with self._lock:
+            previous = self._entries.get(state.preference_id)
+        router, error = None, None
+        if state.live is not None:
+            same = previous is not None and previous.state.live is not None and \
+                previous.state.live.router_id == state.live.router_id and previous.router is not None
+            if same:
+                router = previous.router  # type: ignore[union-attr]
+            else:
+                router, error = self._load(state.live.artefact_path)
+        with self._lock:
+            self._entries[state.preference_id] = Entry(state, router, error)
+
+    def _load(self, path: str) -> tuple["CustomRouter | None", str | None]:
+        from api.custom_router.model import load_custom_router
+
+        try:
+            return load_custom_router(Path(path), self.featurizer), None
+        except Exception as exc:  # a broken artefact must not take the API down; modelSelect says why
+            log.exception("could not load custom router %s", path)
+            return None, f"{type(exc).__name__}: {exc}"
+
+    def entry(self, preference_id: str) -> Entry | None:
+        return self._entries.get(preference_id)
+
+    def for_preference(self, preference: Preference | None) -> "CustomRouter | None":
+        if preference is None:
+            return None
+        entry = self._entries.get(preference.preference_id)
+        if entry is None:
+            return None
+        job, pid = entry.state.job, preference.preference_id
+        if job is not None and job.status in OPEN_JOB_STATUSES:
+            raise RouterTrainingInProgress(
+                f"the custom router of preference {pid!r} is still training (job {job.status}); retry in "
+                f"{RETRY_AFTER_SECONDS} seconds", headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+                details={"preference_id": pid, "job_status": job.status})
+        if job is not None and job.status in ("failed", "cancelled"):
+            raise BadRequest(
+                f"training the custom router of preference {pid!r} {'failed' if job.status == 'failed' else 'was cancelled'}"
+                f": {job.error or 'no reason recorded'}. Upload the data again with POST /v2/pzn/trainCustomRouter",
+                code="ROUTER_TRAINING_FAILED", details={"preference_id": pid, "job_status": job.status,
+                                                        "reason": job.error})
+        if entry.router is None:
+            raise ServiceUnavailable(f"the custom router of preference {pid!r} could not be loaded: "
+                                     f"{entry.load_error or 'no live router'}", code="ROUTER_UNAVAILABLE")
+        return entry.router

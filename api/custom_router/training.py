@@ -1,0 +1,150 @@
+"""Fitting a custom router from a validated dataset (training-time only: numpy, scipy, xgboost).
+
+Steps (each a task of the `train-custom-router` flow, see flows/train_custom_router.py):
+1. targets: scores -> quality in 0..1 (`normalise_scores`): flipped when lower is better, then rescaled with the
+   table's own min and max (one scale for all models, so models stay comparable); 0/1 data is unchanged;
+2. folds: K folds by a hash of the prompt (stable under re-ordering);
+3. base predictors per model, each with out-of-fold predictions: linear (soft-label logistic regression, all models
+   in one L-BFGS problem), XGBoost (`reg:logistic` on the 0..1 quality, one booster per fold, averaged when
+   serving), kNN (similarity-weighted mean over the 30 nearest training prompts of the other folds);
+4. stacker/calibration per model: a 4-parameter logistic regression on the three out-of-fold logits, fitted to
+   the observed quality (Platt scaling of the blend), so q_m is calibrated on the score scale;
+5. evaluation and the trade-off schedule on the out-of-fold predictions (api.custom_router.calibration).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from api.custom_router.model import knn_scores, logit, sigmoid
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    folds: int = 3
+    l2_c: float = 0.3  # inverse L2 strength of the linear heads, as scikit-learn's C
+    knn_k: int = 30
+    knn_temperature: float = 10.0
+    xgb_rounds: int = 100
+    xgb_depth: int = 3
+    xgb_eta: float = 0.1
+    xgb_colsample: float = 0.5
+    nthread: int = 2
+    seed: int = 0
+
+
+def normalise_scores(scores: np.ndarray, maximize: bool) -> tuple[np.ndarray, dict]:
+    """(n, M) raw scores -> quality in 0..1, higher is better, and the scale used (kept in the artefact)."""
+    y = np.asarray(scores, dtype=np.float64)
+    lo, hi = float(np.min(y)), float(np.max(y))
+    if 0.0 <= lo and hi <= 1.0:
+        q = y if maximize else 1.0 - y
+        return q, {"kind": "unit", "maximize": maximize, "min": 0.0, "max": 1.0}
+    span = hi - lo if hi > lo else 1.0
+    q = (y - lo) / span
+    return (q if maximize else 1.0 - q), {"kind": "minmax", "maximize": maximize, "min": lo, "max": hi}
+
+
+def fold_ids(prompts: list[str], folds: int) -> np.ndarray:
+    """Fold of each row from a hash of its prompt; the same prompt always lands in the same fold."""
+    ids = np.array([int.from_bytes(hashlib.sha256(p.encode("utf-8", "surrogatepass")).digest()[:8], "big") % folds
+                    for p in prompts])
+    if len(np.unique(ids)) < folds:  # tiny or degenerate data: fall back to round-robin
+        ids = np.arange(len(prompts)) % folds
+    return ids
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, intercept_penalty: bool = False,
+                 start: np.ndarray | None = None) -> np.ndarray:
+    """Soft-label logistic regression, one column of `y` per output, solved jointly: (d + 1, M) weights."""
+    from scipy.optimize import minimize
+
+    xa = np.hstack([x, np.ones((len(x), 1))]).astype(np.float64)
+    y = np.asarray(y, dtype=np.float64).reshape(len(x), -1)
+    d, m = xa.shape[1], y.shape[1]
+    penalty = np.ones((d, 1))
+    if not intercept_penalty:
+        penalty[-1] = 0.0
+
+    def loss(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        w = flat.reshape(d, m)
+        z = xa @ w
+        value = float(np.sum(np.logaddexp(0.0, z) - y * z) + np.sum(penalty * w * w) / (2 * c))
+        grad = xa.T @ (sigmoid(z) - y) + penalty * w / c
+        return value, grad.ravel()
+
+    if start is None:
+        start = np.zeros((d, m))
+        start[-1] = logit(np.clip(y.mean(axis=0), 0.01, 0.99))
+    # ftol 1e-7: the ranking stops changing long before L-BFGS's default tolerance (measured: same APGR, ~half
+    # the iterations).
+    res = minimize(loss, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 300, "ftol": 1e-7})
+    return res.x.reshape(d, m)
+
+
+def predict_logistic(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return sigmoid(np.hstack([x, np.ones((len(x), 1))]) @ w)
+
+
+def linear_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(out-of-fold predictions, weights fitted on all rows)."""
+    oof = np.zeros_like(y)
+    fold_weights = []
+    for k in range(cfg.folds):
+        test = folds == k
+        fold_weights.append(fit_logistic(x[~test], y[~test], cfg.l2_c))
+        oof[test] = predict_logistic(x[test], fold_weights[-1])
+    # The fit on all rows starts from the folds' mean solution: a few iterations instead of a cold start.
+    return oof, fit_logistic(x, y, cfg.l2_c, start=np.mean(fold_weights, axis=0))
+
+
+def knn_oof(emb: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig, chunk: int = 2048) -> np.ndarray:
+    """kNN predictions for each row from the rows of the other folds (never itself)."""
+    oof = np.zeros_like(y)
+    for k in range(cfg.folds):
+        test, train = np.flatnonzero(folds == k), np.flatnonzero(folds != k)
+        for start in range(0, len(test), chunk):
+            rows = test[start:start + chunk]
+            sims = emb[rows] @ emb[train].T
+            oof[rows] = knn_scores(sims, y[train], cfg.knn_k, cfg.knn_temperature)
+    return oof
+
+
+def xgb_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig, out_dir: Path,
+            log=print) -> np.ndarray:
+    """One XGBoost booster per (model, fold), saved as XGBoost JSON; out-of-fold predictions."""
+    import xgboost as xgb
+
+    params = {"objective": "reg:logistic", "max_depth": cfg.xgb_depth, "eta": cfg.xgb_eta, "subsample": 0.8,
+              "colsample_bytree": cfg.xgb_colsample, "min_child_weight": 10, "max_bin": 64,
+              "tree_method": "hist", "nthread": cfg.nthread, "seed": cfg.seed}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    oof = np.zeros_like(y)
+    for k in range(cfg.folds):
+        test = folds == k
+        train_x = xgb.QuantileDMatrix(x[~test], max_bin=64)
+        test_x = xgb.DMatrix(x[test])
+        for m in range(y.shape[1]):
+            train_x.set_label(y[~test, m])
+            booster = xgb.train(params, train_x, num_boost_round=cfg.xgb_rounds)
+            oof[test, m] = booster.predict(test_x)
+            booster.save_model(str(out_dir / f"m{m}_f{k}.json"))
+        log(f"xgboost fold {k + 1}/{cfg.folds}: {y.shape[1]} models")
+    return oof
+
+
+def fit_stacker(bases: list[np.ndarray], y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per model: q = sigmoid(a logit(lin) + b logit(xgb) + c logit(knn) + d) on out-of-fold predictions.
+    Returns ((M, 4) weights, (n, M) stacked out-of-fold quality)."""
+    weights = np.zeros((y.shape[1], 4))
+    stacked = np.zeros_like(y)
+    for m in range(y.shape[1]):
+        z = np.stack([logit(b[:, m]) for b in bases], axis=1)
+        w = fit_logistic(z, y[:, m:m + 1], c=10.0)[:, 0]
+        weights[m] = w
+        stacked[:, m] = predict_logistic(z, w[:, None])[:, 0]
+    return weights, stacked

@@ -1,0 +1,198 @@
+"""`train-custom-router`: from a validated upload (Parquet) to a live custom router for one preference.
+
+Each step is a task with a kebab-case name, so a data scientist can follow a run in the Prefect UI:
+load-dataset -> embed-prompts -> fit-linear-heads / fit-xgboost / fit-knn (K-fold cross-validation) ->
+calibrate (stacker + trade-off schedule) -> evaluate-held-out-folds (a Prefect table artifact: router at every
+setting vs each single model vs the oracle) -> publish-router (versioned artefact folder, made live in storage,
+metrics recorded for notebooks) -> record-run.
+
+The job follows JobStatus: the API creates it (`created`), queues the flow (`queued`), the flow moves it to
+`processing`, and publishing completes it. A run whose job was cancelled meanwhile (a newer upload for the same
+preference, or the preference was deleted) stops at the next step and never publishes. Any error marks the job
+`failed` with the reason modelSelect will show.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.states import Cancelled
+
+from api.custom_router import calibration, training
+from api.custom_router.model import FORMAT
+from flows.storage_access import connect
+
+CFG = training.TrainConfig()
+
+
+class Superseded(Exception):
+    """The job is no longer open: stop without publishing."""
+
+
+def _check_open(store, job_id: str) -> None:
+    if not store.job_is_open(job_id):
+        raise Superseded(f"job {job_id} is no longer open (superseded by a newer upload, or the preference was "
+                         "deleted)")
+
+
+@task(name="load-dataset", cache_policy=NO_CACHE)
+def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple[list[str], np.ndarray, dict]:
+    import polars as pl
+
+    frame = pl.read_parquet(dataset_path)
+    scores = np.column_stack([frame[f"{m['column_prefix']}/score"].to_numpy().astype(np.float64) for m in models])
+    quality, scale = training.normalise_scores(scores, maximize)
+    get_run_logger().info("%d prompts x %d models; scores %s", frame.height, len(models), scale)
+    return frame["prompt"].to_list(), quality, scale
+
+
+@task(name="embed-prompts", cache_policy=NO_CACHE)
+def embed_prompts(prompts: list[str], language: str, batch: int = 1000) -> np.ndarray:
+    from api.custom_router.encoders import encoder_for
+
+    logger = get_run_logger()
+    encoder = encoder_for(language)
+    started, parts = time.perf_counter(), []
+    for i in range(0, len(prompts), batch):
+        parts.append(encoder.vectors(prompts[i:i + batch]))
+        logger.info("embedded %d/%d prompts (%s)", min(i + batch, len(prompts)), len(prompts), encoder.version)
+    logger.info("embedding took %.1f s", time.perf_counter() - started)
+    return np.concatenate(parts).astype(np.float32)
+
+
+@task(name="fit-linear-heads", cache_policy=NO_CACHE)
+def fit_linear(x: np.ndarray, y: np.ndarray, folds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return training.linear_oof(x, y, folds, CFG)
+
+
+@task(name="fit-xgboost", cache_policy=NO_CACHE)
+def fit_xgboost(x: np.ndarray, y: np.ndarray, folds: np.ndarray, out_dir: str) -> np.ndarray:
+    logger = get_run_logger()
+    return training.xgb_oof(x, y, folds, CFG, Path(out_dir) / "xgb", log=logger.info)
+
+
+@task(name="fit-knn", cache_policy=NO_CACHE)
+def fit_knn(emb: np.ndarray, y: np.ndarray, folds: np.ndarray) -> np.ndarray:
+    return training.knn_oof(emb, y, folds, CFG)
+
+
+@task(name="calibrate", cache_policy=NO_CACHE)
+def calibrate(bases: list[np.ndarray], y: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+    weights, stacked = training.fit_stacker(bases, y)
+    schedule = calibration.calibrate_schedule(stacked, cost)
+    get_run_logger().info("trade-off schedule (t = 0..9): %s", schedule)
+    return weights, stacked, schedule
+
+
+@task(name="evaluate-held-out-folds", cache_policy=NO_CACHE)
+def evaluate(predicted: np.ndarray, y: np.ndarray, cost: np.ndarray, schedule: list, models: list[str],
+             bases: dict[str, np.ndarray]) -> dict:
+    report = calibration.evaluate(predicted, y, cost, schedule, models)
+    # How well each base predictor alone ranks the models (mean observed quality of its top pick).
+    n = len(y)
+    report["base_predictors_t0_quality"] = {name: float(y[np.arange(n), p.argmax(axis=1)].mean())
+                                            for name, p in bases.items()}
+    table = [{"": r["name"], "quality": round(r["quality"], 4), "USD per 1k requests": round(r["cost_per_1k"], 4),
+              "calls": ", ".join(f"{k} {v:.0%}" for k, v in list(r["shares"].items())[:4])} for r in report["table"]]
+    create_table_artifact(table=table, key="custom-router-evaluation",
+                          description="Out-of-fold evaluation: router at cost_quality_tradeoff 0..10 vs each "
+                                      "single model vs the oracle (quality on the 0..1 score scale)")
+    get_run_logger().info("evaluation: %s", report["summary"])
+    return report
+
+
+@task(name="publish-router", retries=2, retry_delay_seconds=3, cache_policy=NO_CACHE)
+def publish(job_id: str, staging: str, final: str, spec: dict, linear: np.ndarray, emb: np.ndarray,
+            y: np.ndarray, report: dict) -> str | None:
+    stage, target = Path(staging), Path(final)
+    np.save(stage / "linear.npy", linear.astype(np.float32))
+    np.save(stage / "knn_embeddings.npy", emb.astype(np.float16))
+    np.save(stage / "knn_targets.npy", y.astype(np.float32))
+    (stage / "router.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    (stage / "evaluation.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    if not target.exists():
+        stage.rename(target)  # the folder appears complete or not at all; it is never changed afterwards
+    record = connect().publish_custom_router(job_id, str(target), json.dumps(report))
+    return None if record is None else record.router_id
+
+
+@task(name="record-run", cache_policy=NO_CACHE)
+def record_run(preference_id: str, router_id: str | None, report: dict, seconds: float) -> None:
+    s = report["summary"]
+    create_markdown_artifact(key="custom-router-run", markdown=(
+        f"Preference `{preference_id}`: router `{router_id}` live after {seconds:.1f} s of training.\n\n"
+        f"Out-of-fold quality at t=0: **{s['router_quality_t0']:.4f}** vs best single model "
+        f"`{s['best_single_model']}` {s['best_single_quality']:.4f} and oracle {s['oracle_quality']:.4f}."))
+
+
+@flow(name="train-custom-router", log_prints=True)
+def train_custom_router(job_id: str, preference_id: str, dataset_path: str, language: str, maximize: bool,
+                        models: list[dict[str, Any]]) -> dict:
+    from api.settings import get_settings
+
+    started = time.perf_counter()
+    logger = get_run_logger()
+    store = connect()
+    root = get_settings().artefacts_dir / "custom_routers" / preference_id
+    staging = root / f".{job_id}.partial"
+    try:
+        _check_open(store, job_id)
+        store.update_job(job_id, status="processing", only_if_open=True)
+        prompts, y, scale = load_dataset(dataset_path, models, maximize)
+        x = embed_prompts(prompts, language)
+        from api.custom_router.encoders import encoder_for
+
+        emb = x[:, :encoder_for(language).embedding_dim]
+        folds = training.fold_ids(prompts, CFG.folds)
+        _check_open(store, job_id)
+        lin_oof, linear = fit_linear(x, y, folds)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        xgb_oof = fit_xgboost(x, y, folds, str(staging))
+        knn = fit_knn(emb, y, folds)
+        _check_open(store, job_id)
+        cost = calibration.request_costs(np.array([len(p) for p in prompts]),
+                                         np.array([m["input_price"] for m in models], float),
+                                         np.array([m["output_price"] for m in models], float))
+        weights, stacked, schedule = calibrate([lin_oof, xgb_oof, knn], y, cost)
+        keys = [m["key"] for m in models]
+        report = evaluate(stacked, y, cost, schedule, keys, {"linear": lin_oof, "xgboost": xgb_oof, "knn": knn})
+        report["scale"] = scale
+        spec = {"format": FORMAT, "job_id": job_id, "preference_id": preference_id, "language": language,
+                "feature_version": _feature_version(language), "models": models, "schedule": schedule,
+                "stacker": weights.tolist(), "knn": {"k": CFG.knn_k, "temperature": CFG.knn_temperature},
+                "xgb": {"folds": CFG.folds, "rounds": CFG.xgb_rounds, "depth": CFG.xgb_depth, "eta": CFG.xgb_eta},
+                "score_scale": scale, "rows": len(prompts),
+                "trained_at": datetime.now(timezone.utc).isoformat(), "summary": report["summary"]}
+        _check_open(store, job_id)
+        router_id = publish(job_id, str(staging), str(root / job_id), spec, linear, emb, y, report)
+        if router_id is None:
+            raise Superseded(f"job {job_id} was superseded while publishing")
+        record_run(preference_id, router_id, report, time.perf_counter() - started)
+        logger.info("router %s live for preference %s after %.1f s", router_id, preference_id,
+                    time.perf_counter() - started)
+        return {"router_id": router_id, "seconds": time.perf_counter() - started, **report["summary"]}
+    except Superseded as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        logger.info("%s", exc)
+        return Cancelled(message=str(exc))  # type: ignore[return-value]
+    except Exception as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        store.update_job(job_id, status="failed", only_if_open=True, error=f"{type(exc).__name__}: {exc}"[:1000])
+        raise
+
+
+def _feature_version(language: str) -> str:
+    from api.custom_router.encoders import MULTILINGUAL_VERSION
+    from api.routing.features import FEATURE_VERSION
+
+    return FEATURE_VERSION if language == "english" else MULTILINGUAL_VERSION
