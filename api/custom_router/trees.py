@@ -66,7 +66,9 @@ class TreeEnsembles:
         self.left = np.concatenate(left) if left else np.zeros(0, np.int64)
         self.right = np.concatenate(right) if right else np.zeros(0, np.int64)
         self.feature = np.concatenate(feat) if feat else np.zeros(0, np.int64)
-        self.threshold = np.concatenate(cond) if cond else np.zeros(0)
+        # XGBoost stores thresholds as float32 and compares in float32; with histogram splits a threshold is often
+        # exactly a training value, so comparing in float64 would send those values the wrong way.
+        self.threshold = (np.concatenate(cond) if cond else np.zeros(0)).astype(np.float32)
         self.default_left = np.concatenate(dleft) if dleft else np.zeros(0, bool)
         self.roots = np.asarray(roots, dtype=np.int64)
         self.owner = np.asarray(owner, dtype=np.int64)
@@ -80,12 +82,12 @@ class TreeEnsembles:
             value = x[self.feature[node]]
             go_left = np.where(np.isnan(value), self.default_left[node], value < self.threshold[node])
             node = np.where(go_left, self.left[node], self.right[node])
-        sums = np.bincount(self.owner, weights=self.threshold[node], minlength=self.groups)
+        sums = np.bincount(self.owner, weights=self.threshold[node].astype(np.float64), minlength=self.groups)
         return (sums + self.base) / np.maximum(self.members, 1)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Probabilities for logistic groups (sigmoid of the averaged margin), raw margins otherwise."""
-        m = self.margins(np.asarray(x, dtype=np.float64))
+        m = self.margins(np.asarray(x, dtype=np.float32))
         return np.where(self.logistic, 1.0 / (1.0 + np.exp(-m)), m)
 
 

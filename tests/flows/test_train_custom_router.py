@@ -1,0 +1,142 @@
+"""The `train-custom-router` flow under Prefect's test harness, then its router serving modelSelect over HTTP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from litestar.testing import TestClient
+
+from api.settings import get_settings
+from storage.store import Store
+from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+SELECT = "/v2/modelRouter/modelSelect"
+MATH = "Compute 31 * 47 + 512 and then divide the result by 7. Show the arithmetic step by step."
+TRIVIA = "Which bridge is famous for being historic? Answer with one short sentence about Japan."
+
+
+def prepare(rows: int = 60) -> tuple[dict, str]:
+    """What the upload controller does: validate, write Parquet, create the preference and the job."""
+    from api.catalogue import load_catalogue
+    from api.custom_router import validation
+    from api.custom_router.submission import resolve_models
+
+    settings = get_settings()
+    models = resolve_models(LLM_PROVIDERS, load_catalogue())
+    dataset = validation.validate(csv_bytes(rows), "prompt", [m["column_prefix"] for m in models])
+    path = settings.data_dir / "uploads" / "d.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dataset.frame.write_parquet(path)
+    store = Store(settings.db_path)
+    try:
+        key = store.issue_key("alice").key
+        pref = store.create_preference("alice", "custom")
+        start = store.start_router_training("alice", pref.preference_id, str(path), "english", True,
+                                            json.dumps(models), dataset.rows)
+    finally:
+        store.close()  # the flow opens the file itself (no owner process in this test)
+    params = {"job_id": start.job.job_id, "preference_id": pref.preference_id, "dataset_path": str(path),
+              "language": "english", "maximize": True, "models": models}
+    return params, key
+
+
+def test_flow_publishes_a_router_that_model_select_uses(data_dir):
+    from api.app import create_app
+    from flows.train_custom_router import train_custom_router
+
+    params, key = prepare()
+    result = train_custom_router(**params)
+    assert result["router_quality_t0"] == 1.0 and result["best_single_quality"] == 0.5
+
+    store = Store(get_settings().db_path)
+    state = store.router_state(params["preference_id"])
+    assert state.job.status == "completed" and state.live is not None
+    metrics = json.loads(store.training_metrics(params["job_id"]))
+    assert [r["name"] for r in metrics["table"]][-1] == "oracle" and len(metrics["table"]) == 11 + 2 + 1
+    store.close()
+    folder = Path(state.live.artefact_path)
+    assert folder.name == params["job_id"] and (folder / "router.json").exists()
+    assert len(list((folder / "xgb").glob("*.json"))) == 2 * 3 and not list(folder.parent.glob(".*partial"))
+
+    h = {"Authorization": f"Bearer {key}"}
+    pid = params["preference_id"]
+    dear, cheap = {"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model": "gpt-4o-mini"}
+    other = {"provider": "anthropic", "model": "claude-haiku-4-5"}
+
+    def pick(text, providers, **extra):
+        r = client.post(SELECT, headers=h, json={"messages": text, "llm_providers": providers,
+                                                 "preference_id": pid, **extra})
+        assert r.status_code == 200, r.text
+        return r.json()["providers"][0]
+
+    with TestClient(create_app(publish_owner=False)) as client:
+        # The router learned which model wins on which kind of prompt, whatever the prices say.
+        assert pick(MATH, [dear, cheap]) == dear
+        assert pick(TRIVIA, [dear, cheap]) == cheap
+        # cost_quality_tradeoff works with custom routers: 10 is the cheapest candidate.
+        assert pick(MATH, [dear, cheap], cost_quality_tradeoff=10) == cheap
+        # A candidate the router does not know is scored by the default router, moved onto the custom scale.
+        assert pick(MATH, [dear, other]) in (dear, other)
+        assert pick(TRIVIA, [other]) == other
+        log = client.app.state.services.sessions
+        log.sessions.flush()
+        import pyarrow.parquet as pq
+
+        routers = [row["router"] for part in sorted((log.events_dir / "sessions").glob("day=*/*.parquet"))
+                   for row in pq.read_table(part).to_pylist()]
+        assert routers[0] == f"custom:{params['job_id']}"
+        assert routers[3].endswith("+default") and "knows none" in routers[4]
+
+
+def test_mixing_keeps_known_scores_and_shifts_unknown_ones():
+    from api.routing.router import Candidate
+    from api.selection.custom_mix import mixed_quality
+
+    class Fixed:
+        def __init__(self, name, scores, known=None):
+            self.name, self.scores, self.known_keys = name, scores, known
+
+        def known(self, cands):
+            return np.array([c.key in self.known_keys for c in cands])
+
+        def predict_quality(self, features, cands, text=None):
+            return np.array([self.scores.get(c.key, np.nan) for c in cands])
+
+    a, b, c = (Candidate("p", m, 1.0, 1.0) for m in "abc")
+    custom = Fixed("custom", {"p/a": 0.9, "p/b": 0.5}, {"p/a", "p/b"})
+    default = Fixed("default", {"p/a": 0.5, "p/b": 0.5, "p/c": 0.5})
+    q, used, name = mixed_quality(custom, default, None, [a, b, c], "x")
+    assert q[0] == 0.9 and q[1] == 0.5 and used is custom and name == "custom+default"
+    # mean logit shift over the known ones: (logit .9 + logit .5) / 2 - logit .5
+    assert q[2] == pytest.approx(1 / (1 + np.exp(-np.log(9) / 2)))
+
+
+def test_a_superseded_job_stops_without_publishing(data_dir):
+    from flows.train_custom_router import train_custom_router
+
+    params, _ = prepare()
+    store = Store(get_settings().db_path)
+    store.update_job(params["job_id"], status="cancelled", error="superseded by training job x")
+    store.close()
+    state = train_custom_router(**params, return_state=True)
+    assert state.is_cancelled()
+    store = Store(get_settings().db_path)
+    assert store.router_state(params["preference_id"]).live is None
+    store.close()
+
+
+def test_a_broken_dataset_fails_the_job_with_the_reason(data_dir):
+    from flows.train_custom_router import train_custom_router
+
+    params, _ = prepare()
+    Path(params["dataset_path"]).unlink()
+    state = train_custom_router(**params, return_state=True)
+    assert state.is_failed()
+    store = Store(get_settings().db_path)
+    job = store.get_job(params["job_id"])
+    assert job.status == "failed" and "d.parquet" in job.error
+    store.close()
