@@ -49,12 +49,20 @@ class DefaultRouter:
             )
         heads = spec["heads"]
         self.featurizer = featurizer
-        self.w_difficulty = np.asarray(heads["w_difficulty"], dtype=np.float32)
-        self.b_difficulty = float(heads["b_difficulty"])
-        self.w_discrimination = np.asarray(heads["w_discrimination"], dtype=np.float32)
-        self.b_discrimination = float(heads["b_discrimination"])
-        if self.w_difficulty.shape != (featurizer.dim,) or self.w_discrimination.shape != (featurizer.dim,):
+        # Each head = shared weights + gate * extra weights, the gate (features.numeric_gate) opening for free-form
+        # quantitative prompts. Rows: difficulty, discrimination.
+        self._w_shared = np.stack(
+            [np.asarray(heads["w_difficulty"], np.float32), np.asarray(heads["w_discrimination"], np.float32)]
+        )
+        self._w_gated = np.stack(
+            [
+                np.asarray(heads["w_difficulty_gated"], np.float32),
+                np.asarray(heads["w_discrimination_gated"], np.float32),
+            ]
+        )
+        if self._w_shared.shape != (2, featurizer.dim) or self._w_gated.shape != (2, featurizer.dim):
             raise FeatureVersionMismatch("head width does not match the feature vector width")
+        self._bias = np.array([float(heads["b_difficulty"]), float(heads["b_discrimination"])])
         # The schedule is stored without its last entry (infinity has no JSON spelling).
         self.schedule: tuple[float, ...] = tuple(float(x) for x in spec["schedule"]) + (float("inf"),)
         self.prior = prior
@@ -63,10 +71,12 @@ class DefaultRouter:
     def heads(self, features: QueryFeatures) -> tuple[float, float]:
         """(difficulty, discrimination) of the query."""
         x = features.vector
-        d = float(x @ self.w_difficulty) + self.b_difficulty
-        z = float(x @ self.w_discrimination) + self.b_discrimination
-        a = float(np.logaddexp(0.0, z))
-        return d, a
+        out = self._w_shared @ x + self._bias
+        g = float(self.featurizer.gate(x))
+        if g > 0.0:
+            out = out + g * (self._w_gated @ x)
+        d, z = out
+        return float(d), float(np.logaddexp(0.0, z))
 
     def capabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
         return np.array(

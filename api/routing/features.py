@@ -46,6 +46,22 @@ HAND_FEATURE_NAMES = (
     "tools_present",
     "log_messages",
 )
+# Position of the multiple-choice flag in the full vector is embedding dim + this offset.
+MULTIPLE_CHOICE_OFFSET = HAND_FEATURE_NAMES.index("multiple_choice")
+NUMBERS_OFFSET = HAND_FEATURE_NAMES.index("log_numbers")
+NUMERIC_GATE_FULL_AT = 5.0  # numbers in the prompt at which the gate is fully open
+
+
+def numeric_gate(hand: np.ndarray) -> np.ndarray:
+    """How much a prompt is a free-form quantitative problem, 0..1: zero for multiple-choice exams, rising with the
+    count of numbers up to five. The router gives such prompts extra head weights (see default_router): what makes a
+    multi-step word problem hard (how many quantities, how many steps) differs from what makes an exam question or
+    an essay request hard, and sharing one set of weights let MMLU's ten-fold larger mass wash it out.
+
+    `hand` is the hand-feature block (..., len(HAND_FEATURE_NAMES)); works on one vector or a matrix.
+    """
+    numbers = np.expm1(hand[..., NUMBERS_OFFSET] * 5.0)  # inverse of the log_numbers scaling
+    return (1.0 - hand[..., MULTIPLE_CHOICE_OFFSET]) * np.minimum(1.0, numbers / NUMERIC_GATE_FULL_AT)
 
 
 def hand_features(text: str, *, tools_present: bool = False, n_messages: int = 1) -> np.ndarray:
@@ -126,6 +142,11 @@ class Featurizer:
     def __init__(self, embedding: StaticEmbedding):
         self.embedding = embedding
         self.dim = embedding.dim + len(HAND_FEATURE_NAMES)
+        self.multiple_choice_index = embedding.dim + MULTIPLE_CHOICE_OFFSET
+
+    def gate(self, vectors: np.ndarray) -> np.ndarray:
+        """numeric_gate of one feature vector or of a matrix of them."""
+        return numeric_gate(vectors[..., self.embedding.dim :])
 
     @classmethod
     def load(cls, folder: Path) -> "Featurizer":

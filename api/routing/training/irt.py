@@ -44,8 +44,8 @@ def fit_irt(
     outcomes: np.ndarray,
     observed: np.ndarray,
     capabilities: np.ndarray,
-    l2: float = 1e-3,
-    max_iter: int = 500,
+    l2: float | np.ndarray = 1e-3,
+    max_iter: int = 1000,
     weights: np.ndarray | None = None,
 ) -> IrtHeads:
     """Fit the difficulty and discrimination heads.
@@ -54,6 +54,7 @@ def fit_irt(
     outcomes: (n, k) targets in [0, 1] for k models; observed: (n, k) bool mask of which outcomes exist.
     capabilities: (k,) fixed capability of each model.
     weights: optional (n,) per-query weight (used to balance benchmarks of very different sizes).
+    l2: penalty on both heads' weights, a scalar or one value per feature (blocks of features can be held tighter).
     """
     n, p = X.shape
     Y = np.asarray(outcomes, dtype=float)
@@ -61,6 +62,7 @@ def fit_irt(
     c = np.asarray(capabilities, dtype=float)
     w_row = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
     norm = float((Mask * w_row[:, None]).sum())
+    pen = np.broadcast_to(np.asarray(l2, dtype=float), (p,))
     is_sparse = sparse.issparse(X)
     Xt = X.T.tocsr() if is_sparse else X.T
 
@@ -83,11 +85,11 @@ def fit_irt(
         g_a = (g_logit * diff).sum(axis=1)
         g_za = g_a * _sigmoid(za)
         grad = np.empty_like(theta)
-        grad[:p] = Xt @ g_d + 2 * l2 * wd
+        grad[:p] = Xt @ g_d + 2 * pen * wd
         grad[p] = g_d.sum()
-        grad[p + 1 : 2 * p + 1] = Xt @ g_za + 2 * l2 * wa
+        grad[p + 1 : 2 * p + 1] = Xt @ g_za + 2 * pen * wa
         grad[2 * p + 1] = g_za.sum()
-        loss += l2 * float(wd @ wd + wa @ wa)
+        loss += float(pen @ (wd * wd) + pen @ (wa * wa))
         return loss, grad
 
     theta0 = np.zeros(2 * p + 2)

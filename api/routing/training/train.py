@@ -34,8 +34,9 @@ from api.routing.training.irt import IrtHeads, fit_irt, predict_proba
 from api.routing.training.sweep import evaluate_pair
 
 # Hyper-parameters, chosen by 5-fold cross-validation on the training split only (see README).
-L2 = 1e-3
-GSM8K_WEIGHT = 4.0  # GSM8K has 12x fewer rows than MMLU; without this its difficulty signal drowns
+L2 = 1e-3  # on the weights shared by every query
+L2_GATED = 3e-4  # on the extra weights of free-form quantitative prompts (features.numeric_gate)
+GSM8K_WEIGHT = 10.0  # GSM8K has 12x fewer rows than MMLU; without this its difficulty signal drowns
 TRAINING_MODELS = (("openai", "gpt-4-1106-preview"), ("togetherai", "mistralai/Mixtral-8x7B-Instruct-v0.1"))
 
 
@@ -88,6 +89,12 @@ def featurize_items(featurizer: Featurizer, items: BenchmarkItems) -> np.ndarray
     return featurizer.featurize_batch(items.prompts).astype(np.float64)
 
 
+def with_gated_block(featurizer: Featurizer, X: np.ndarray) -> np.ndarray:
+    """[x, g * x] with g = features.numeric_gate: every prompt shares the first block of head weights, free-form
+    quantitative prompts also use a second, more loosely regularised block (serving does the same sum)."""
+    return np.hstack([X, X * featurizer.gate(X)[:, None]])
+
+
 def training_capabilities(prior_path: Path) -> np.ndarray:
     rows = {(r.provider, r.model): r.score for r in read_prior(prior_path)}
     return np.array([mmlu_to_capability(rows[(p.lower(), m.lower())]) for p, m in TRAINING_MODELS])
@@ -133,10 +140,16 @@ def fit_fallback(prior_path: Path) -> FallbackLine:
 
 
 def _heads_json(heads: IrtHeads) -> dict:
+    def r(v):
+        return [round(float(x), 7) for x in v]
+
+    dim = len(heads.w_difficulty) // 2
     return {
-        "w_difficulty": [round(float(x), 7) for x in heads.w_difficulty],
+        "w_difficulty": r(heads.w_difficulty[:dim]),
+        "w_difficulty_gated": r(heads.w_difficulty[dim:]),
         "b_difficulty": round(heads.b_difficulty, 7),
-        "w_discrimination": [round(float(x), 7) for x in heads.w_discrimination],
+        "w_discrimination": r(heads.w_discrimination[:dim]),
+        "w_discrimination_gated": r(heads.w_discrimination[dim:]),
         "b_discrimination": round(heads.b_discrimination, 7),
     }
 
@@ -164,7 +177,10 @@ def train_default_router(
         Y_parts.append(np.stack([items.strong[train], items.weak[train]], axis=1))
         W_parts.append(np.full(int(train.sum()), GSM8K_WEIGHT if name == "gsm8k" else 1.0))
     X, Y, W = np.vstack(X_parts), np.vstack(Y_parts), np.concatenate(W_parts)
-    heads = fit_irt(X, Y, np.ones_like(Y, dtype=bool), caps, l2=L2, weights=W)
+    X = with_gated_block(featurizer, X)
+    dim = X.shape[1] // 2
+    penalty = np.concatenate([np.full(dim, L2), np.full(dim, L2_GATED)])
+    heads = fit_irt(X, Y, np.ones_like(Y, dtype=bool), caps, l2=penalty, weights=W)
 
     P = predict_proba(X, heads, caps)
     # Equal total weight per benchmark: "typical traffic" should not be 90 % MMLU.
@@ -178,7 +194,7 @@ def train_default_router(
     full_schedule = schedule + [float("inf")]
     for name, items in benchmarks.items():
         held = items.heldout
-        q = predict_proba(features[name][held], heads, caps)
+        q = predict_proba(with_gated_block(featurizer, features[name][held]), heads, caps)
         result = evaluate_pair(name, q, items.strong[held], items.weak[held], full_schedule)
         report.heldout[name] = result.as_dict()
 
@@ -192,6 +208,7 @@ def train_default_router(
             "data": "RouteLLM evals (MMLU, GSM8K; contaminated rows dropped), train split = sha256(prompt) % 5 != 0",
             "models": {STRONG: float(caps[0]), WEAK: float(caps[1])},
             "l2": L2,
+            "l2_gated": L2_GATED,
             "gsm8k_weight": GSM8K_WEIGHT,
             "seed": seed,
             "rows": len(X),

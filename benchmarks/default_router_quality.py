@@ -1,0 +1,72 @@
+"""Offline quality benchmark of the committed default router (RouteLLM's APGR / CPT on held-out rows).
+
+    python benchmarks/default_router_quality.py [--data ../shared/data/routellm] [--json out.json]
+
+Routes every held-out prompt between gpt-4-1106-preview and Mixtral-8x7B with the real policy at
+cost_quality_tradeoff = 0..10 (11 operating points), and prints APGR, CPT(50%), CPT(80%) per benchmark beside the
+random router, the oracle and RouteLLM's own 10-quantile threshold sweep of the same router scores.
+Held-out rows: sha256(prompt) % 5 == 0 for MMLU and GSM8K (never trained on); every clean MT-Bench question (the
+router never sees MT-Bench in training). The HTTP variant of this benchmark reuses api.routing.evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from api.routing.default_router import load_default_router  # noqa: E402
+from api.routing.router import Candidate  # noqa: E402
+from api.routing.training.data import load_all  # noqa: E402
+from api.routing.training.sweep import STRONG_PRICE, WEAK_PRICE, evaluate_pair  # noqa: E402
+
+TARGETS = {"mt_bench": 0.62, "mmlu": 0.60, "gsm8k": 0.62}
+PAIR = [
+    Candidate("openai", "gpt-4-1106-preview", *STRONG_PRICE, context_length=128000),
+    Candidate("togetherai", "mistralai/Mixtral-8x7B-Instruct-v0.1", *WEAK_PRICE, context_length=32768),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "routellm")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args()
+
+    router = load_default_router()
+    benchmarks = load_all(args.data)
+    results = {}
+    print(f"{'benchmark':<9} {'items':>5} {'router':<24} {'APGR':>6} {'CPT50':>7} {'CPT80':>7}  target")
+    for name in ("mt_bench", "mmlu", "gsm8k"):
+        items = benchmarks[name].subset(benchmarks[name].heldout)
+        started = time.perf_counter()
+        import numpy as np
+
+        quality = np.stack([router.predict_quality(router.featurizer.featurize(p), PAIR) for p in items.prompts])
+        elapsed = time.perf_counter() - started
+        res = evaluate_pair(name, quality, items.strong, items.weak, router.schedule)
+        results[name] = res.as_dict() | {"score_seconds": round(elapsed, 3)}
+        rows = [
+            ("default router (t=0..10)", res.router),
+            ("  same scores, 10 quantiles", res.router_quantile),
+            ("random", res.random),
+            ("oracle", res.oracle),
+        ]
+        for label, m in rows:
+            target = f">= {TARGETS[name]:.2f} {'ok' if m.apgr >= TARGETS[name] else 'MISSED'}" if label.startswith(
+                "default"
+            ) else ""
+            print(f"{name:<9} {res.items:>5} {label:<24} {m.apgr:>6.3f} {m.cpt50 * 100:>6.1f}% {m.cpt80 * 100:>6.1f}%  {target}")
+        print(f"{'':<9} strong-call share by cost_quality_tradeoff 0..10: {[round(s, 2) for s in res.shares]}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
