@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -35,6 +37,7 @@ PAIR = [
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "routellm")
+    parser.add_argument("--alpaca", type=Path, default=REPO.parent / "shared" / "data" / "alpaca_eval")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
 
@@ -45,8 +48,6 @@ def main() -> int:
     for name in ("mt_bench", "mmlu", "gsm8k"):
         items = benchmarks[name].subset(benchmarks[name].heldout)
         started = time.perf_counter()
-        import numpy as np
-
         quality = np.stack([router.predict_quality(router.featurizer.featurize(p), PAIR) for p in items.prompts])
         elapsed = time.perf_counter() - started
         res = evaluate_pair(name, quality, items.strong, items.weak, router.schedule)
@@ -63,9 +64,41 @@ def main() -> int:
             ) else ""
             print(f"{name:<9} {res.items:>5} {label:<24} {m.apgr:>6.3f} {m.cpt50 * 100:>6.1f}% {m.cpt80 * 100:>6.1f}%  {target}")
         print(f"{'':<9} strong-call share by cost_quality_tradeoff 0..10: {[round(s, 2) for s in res.shares]}")
+    alpaca = alpaca_eval_pair(args.alpaca, router)
+    if alpaca is not None:
+        results["alpaca_eval"] = alpaca.as_dict()
+        print(f"{'alpaca':<9} {alpaca.items:>5} {'default router (t=0..10)':<24} {alpaca.router.apgr:>6.3f} "
+              f"{alpaca.router.cpt50 * 100:>6.1f}% {alpaca.router.cpt80 * 100:>6.1f}%  measure only (CC BY-NC data)")
+        print(f"{'':<9} oracle {alpaca.oracle.apgr:.3f}; strong-call share by trade-off: "
+              f"{[round(x, 2) for x in alpaca.shares]}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     return 0
+
+
+def alpaca_eval_pair(folder: Path, router):
+    """Extra, measure-only check on open-ended chat: AlpacaEval 2.0's 805 instructions, GPT-4-1106 vs Mixtral-8x7B
+    (its '_concise' prompt variant, the only Mixtral run there). Score = the judge's probability that the routed
+    answer beats GPT-4-1106's (so always-strong scores 0.5). CC BY-NC data: used to measure, never to train."""
+    import csv
+
+    import numpy as np
+
+    prefs = folder / "weighted_gpt4turbo_preferences_long.csv"
+    if not prefs.exists():
+        return None
+    with (folder / "instructions.csv").open(newline="", encoding="utf-8") as f:
+        instructions = {r["instruction_id"]: r["instruction"] for r in csv.DictReader(f)}
+    wins: dict[str, dict[str, float]] = {"gpt4_1106_preview": {}, "Mixtral-8x7B-Instruct-v0.1_concise": {}}
+    with prefs.open(newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["model"] in wins and r["preference"]:
+                wins[r["model"]][r["instruction_id"]] = float(r["preference"]) - 1.0
+    ids = sorted(set(wins["gpt4_1106_preview"]) & set(wins["Mixtral-8x7B-Instruct-v0.1_concise"]), key=int)
+    strong = np.array([wins["gpt4_1106_preview"][i] for i in ids])
+    weak = np.array([wins["Mixtral-8x7B-Instruct-v0.1_concise"][i] for i in ids])
+    quality = np.stack([router.predict_quality(router.featurizer.featurize(instructions[i]), PAIR) for i in ids])
+    return evaluate_pair("alpaca_eval", quality, strong, weak, router.schedule)
 
 
 if __name__ == "__main__":
