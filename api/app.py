@@ -49,9 +49,19 @@ def build_services(settings: Settings, store: "Store") -> Services:
     selection = SelectionService(catalogue, router.featurizer, router, store, sessions, memory, registry)
     feedback = FeedbackService(sessions, memory, selection)
     feedback.rebuild()
+    prompt_optimization = prompt_optimization_service(settings, store, catalogue)
     return Services(settings=settings, store=store, rpc_token=owner.new_token(), selection=selection,
                     feedback=feedback, sessions=sessions, auth_cache=AuthCache(settings.auth_cache_seconds),
-                    custom_routers=registry, router_training=training)
+                    custom_routers=registry, router_training=training, prompt_optimization=prompt_optimization)
+
+
+def prompt_optimization_service(settings: Settings, store: "Store", catalogue):
+    from api.prompt_optimization.launcher import PrefectRunLauncher
+    from api.prompt_optimization.service import PromptOptimizationService
+
+    service = PromptOptimizationService(store, catalogue, settings, PrefectRunLauncher())
+    service.recover()  # the restart rule: no run stays open across a restart
+    return service
 
 
 def create_app(settings: Settings | None = None, *, publish_owner: bool = True) -> Litestar:
@@ -60,6 +70,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     from api.controllers.model_select import model_select
     from api.controllers.models import list_models
     from api.controllers.preferences import PreferenceController
+    from api.controllers.prompts import PromptOptimizationController
     from api.controllers.router_training import train_custom_router
     from storage import owner
     from storage.store import Store
@@ -92,7 +103,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     train_custom_router.request_max_body_size = settings.upload_max_bytes + 256 * 1024
     app = Litestar(
         route_handlers=[list_models, PreferenceController, model_select, report_feedback, health, storage_rpc,
-                        train_custom_router],
+                        train_custom_router, PromptOptimizationController],
         lifespan=[lifespan],
         dependencies={"services": Provide(provide_services, sync_to_thread=False),
                       "user": Provide(current_user)},

@@ -12,6 +12,7 @@ from api.settings import Settings
 from storage.store import Store
 from api.custom_router.registry import CustomRouterRegistry
 from api.custom_router.submission import RouterTrainingService
+from api.prompt_optimization.service import PromptOptimizationService
 
 
 @dataclass
@@ -25,3 +26,4 @@ class Services:
     auth_cache: AuthCache = field(default_factory=AuthCache)
     custom_routers: CustomRouterRegistry | None = None
     router_training: RouterTrainingService | None = None
+    prompt_optimization: PromptOptimizationService | None = None

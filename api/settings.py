@@ -41,6 +41,8 @@ class Settings:
     auth_cache_seconds: float
     session_flush_seconds: float
     today_override: str | None
+    # Prompt optimization (see README "Prompt optimization"); defaults keep tests and old callers working.
+    optimize: "OptimizeSettings | None" = None
 
     @property
     def db_path(self) -> Path:
@@ -65,6 +67,59 @@ class Settings:
         return self.data_dir / "prefect"
 
 
+@dataclass(frozen=True)
+class OptimizeSettings:
+    max_cost_usd: float = 5.0            # per run; a run that would pass it fails with the reason
+    parallel_targets: int = 3            # target models optimized at once within one run
+    concurrent_runs: int = 2             # runs executing at once (all users); the rest wait in the queue
+    threads: int = 8                     # LLM calls in flight per evaluation / optimizer step
+    judge_model: str = "openai/gpt-4o-mini"        # LLMaaJ:Sem_Sim_1 judge, provider/model
+    reflection_model: str = "openai/gpt-4o"        # GEPA's reflection (instruction-writing) model
+    max_metric_calls: int = 0            # GEPA budget; 0 = automatic (about two passes over the train set)
+    llm_retries: int = 3                 # transient provider errors, exponential backoff (LiteLLM)
+    llm_timeout_s: float = 120.0
+    api_bases: tuple[tuple[str, str], ...] = ()    # (provider or "*", OpenAI-compatible base URL)
+    api_keys: tuple[tuple[str, str], ...] = ()     # (provider or "*", key) for those base URLs
+
+    def api_base(self, provider: str) -> str | None:
+        found = dict(self.api_bases)
+        return found.get(provider) or found.get("*")
+
+    def api_key(self, provider: str) -> str | None:
+        found = dict(self.api_keys)
+        return found.get(provider) or found.get("*")
+
+
+def _per_provider(suffix: str) -> tuple[tuple[str, str], ...]:
+    """SWITCHBOARD_LLM_<SUFFIX> (every provider) and SWITCHBOARD_<PROVIDER>_<SUFFIX> (one provider)."""
+    out = []
+    for name, value in sorted(os.environ.items()):
+        if not value or not name.startswith("SWITCHBOARD_") or not name.endswith("_" + suffix):
+            continue
+        middle = name[len("SWITCHBOARD_"):-len(suffix) - 1]
+        if middle == "LLM":
+            out.append(("*", value))
+        elif middle and not middle.startswith("OPTIMIZE"):
+            out.append((middle.lower(), value))
+    return tuple(out)
+
+
+def _optimize_settings() -> OptimizeSettings:
+    return OptimizeSettings(
+        max_cost_usd=_float("SWITCHBOARD_OPTIMIZE_MAX_COST_USD", 5.0),
+        parallel_targets=max(1, _int("SWITCHBOARD_OPTIMIZE_PARALLEL_TARGETS", 3)),
+        concurrent_runs=max(1, _int("SWITCHBOARD_OPTIMIZE_CONCURRENT_RUNS", 2)),
+        threads=max(1, _int("SWITCHBOARD_OPTIMIZE_THREADS", 8)),
+        judge_model=os.environ.get("SWITCHBOARD_OPTIMIZE_JUDGE_MODEL") or "openai/gpt-4o-mini",
+        reflection_model=os.environ.get("SWITCHBOARD_OPTIMIZE_REFLECTION_MODEL") or "openai/gpt-4o",
+        max_metric_calls=max(0, _int("SWITCHBOARD_OPTIMIZE_MAX_METRIC_CALLS", 0)),
+        llm_retries=max(0, _int("SWITCHBOARD_LLM_RETRIES", 3)),
+        llm_timeout_s=_float("SWITCHBOARD_LLM_TIMEOUT_S", 120.0),
+        api_bases=_per_provider("API_BASE"),
+        api_keys=_per_provider("API_KEY"),
+    )
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     data_dir = Path(os.environ.get("SWITCHBOARD_DATA_DIR", "./data")).expanduser().resolve()
@@ -80,6 +135,7 @@ def get_settings() -> Settings:
         auth_cache_seconds=_float("SWITCHBOARD_AUTH_CACHE_SECONDS", 30.0),
         session_flush_seconds=_float("SWITCHBOARD_SESSION_FLUSH_SECONDS", 1.0),
         today_override=os.environ.get("SWITCHBOARD_TODAY") or None,
+        optimize=_optimize_settings(),
     )
 
 

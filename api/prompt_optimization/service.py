@@ -1,0 +1,114 @@
+"""Prompt optimization runs: start (validate, one open run per user, queue the flow), status, results, costs."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+
+import anyio
+import msgspec
+
+from api.catalogue import Catalogue
+from api.errors import Forbidden, NotFound, ServiceUnavailable, TooManyRequests
+from api.prompt_optimization.launcher import OPTIMIZE_PROMPT_DEPLOYMENT, RunLauncher
+from api.prompt_optimization.usage_log import run_usage
+from api.prompt_optimization.validation import check_access, validate
+from api.schemas.prompt_optimization import (CostResponse, LLMRequestMetric, OptimizationResults, OptimizeRequest,
+                                             OriginResult, TargetResult, UsageRecord)
+from api.settings import Settings
+from storage.optimization_records import ORIGIN, OptimizationRun
+from storage.records import User
+
+log = logging.getLogger("switchboard.prompt_optimization")
+RESTART_REASON = "interrupted by a service restart before it finished; start the optimization again"
+
+
+def _json(raw: str | None) -> dict | None:
+    return json.loads(raw) if raw else None
+
+
+class PromptOptimizationService:
+    def __init__(self, store, catalogue: Catalogue, settings: Settings, launcher: RunLauncher) -> None:
+        self.store, self.catalogue, self.settings, self.launcher = store, catalogue, settings, launcher
+
+    def recover(self) -> list[str]:
+        """Start-up rule: runs open when the owner starts lost their flow run (the runner restarts with the API)."""
+        failed = self.store.fail_open_optimizations(RESTART_REASON)
+        if failed:
+            log.warning("%d prompt optimization run(s) were interrupted by the restart and marked failed", len(failed))
+        return failed
+
+    async def start(self, req: OptimizeRequest, user: User) -> str:
+        check_access(user)
+        valid = validate(req, user, self.catalogue)
+        started = self.store.start_optimization(
+            user.user_id, user.organization_id, json.dumps(valid.spec), valid.evaluation_metric,
+            valid.evaluation_config, req.prototype_mode, valid.spec["origin"], valid.spec["targets"])
+        if started.run is None:
+            raise TooManyRequests(f"prompt optimization run {started.running_run_id} is still in progress; one run"
+                                  " per user at a time: wait for it to complete or fail", code="CONCURRENT_RUN_LIMIT",
+                                  details={"running_run_id": started.running_run_id})
+        run_id = started.run.run_id
+        try:
+            flow_run_id = await self.launcher.trigger(OPTIMIZE_PROMPT_DEPLOYMENT, {"run_id": run_id})
+        except Exception as exc:
+            self.store.finish_optimization(run_id, "failed", f"could not queue the optimization flow: {exc}")
+            raise ServiceUnavailable(f"the optimization flow could not be queued ({exc}); try again shortly",
+                                     code="FLOW_UNAVAILABLE") from exc
+        self.store.mark_job_queued(run_id, flow_run_id)
+        return run_id
+
+    def _own(self, run_id: str, user: User, foreign_is_404: bool = False) -> OptimizationRun:
+        check_access(user)
+        run = self.store.optimization_run(run_id)
+        if run is None or (foreign_is_404 and run.user_id != user.user_id):
+            raise NotFound(f"optimization run {run_id!r} not found", code="RUN_ID_NOT_FOUND",
+                           details={"optimization_run_id": run_id})
+        if run.user_id != user.user_id:
+            raise Forbidden(f"optimization run {run_id!r} belongs to another user", code="RUN_ID_NOT_OWNED",
+                            details={"optimization_run_id": run_id})
+        return run
+
+    def status(self, run_id: str, user: User) -> tuple[str, int | None, str | None]:
+        run = self._own(run_id, user, foreign_is_404=True)  # the spec gives status no 403
+        position = self.store.optimization_queue_position(run_id) if run.status == "queued" else None
+        return run.status, position, run.error
+
+    async def results(self, run_id: str, user: User) -> OptimizationResults:
+        run = self._own(run_id, user)
+        usage = await anyio.to_thread.run_sync(run_usage, self.settings.events_dir, run_id)
+        spec = json.loads(run.request)
+        requests = Counter(f"{r['provider']}/{r['model']}" for r in usage)
+        origin, targets = None, []
+        for r in run.results:
+            name = f"{r.provider}/{r.model}"
+            done = r.result_status == "completed"
+            if r.position == ORIGIN:
+                origin = OriginResult(model_name=name, score=r.pre_score, evals=_json(r.pre_evals), cost=r.cost,
+                                      system_prompt=spec["system_prompt"], user_message_template=spec["template"],
+                                      result_status=r.result_status, error=r.error)
+                continue
+            improvement = (r.post_score - r.pre_score) if done and r.pre_score is not None else None
+            targets.append(TargetResult(
+                model_name=name, pre_optimization_score=r.pre_score, pre_optimization_evals=_json(r.pre_evals),
+                post_optimization_score=r.post_score if done else None,
+                post_optimization_evals=_json(r.post_evals) if done else None, cost=r.cost,
+                system_prompt=r.system_prompt if done else None,
+                user_message_template=r.user_message_template if done else None,
+                user_message_template_fields=spec["fields"], result_status=r.result_status,
+                score_improvement=improvement, evaluation_type=spec["metric"], error=r.error))
+        return OptimizationResults(
+            id=run.run_id, created_at=run.created_at, updated_at=run.updated_at, origin_model=origin,
+            target_models=targets, job_status=run.status, evaluation_metric=run.evaluation_metric,
+            evaluation_config=run.evaluation_config,
+            llm_request_metrics=[LLMRequestMetric(model=m, num_requests=n) for m, n in sorted(requests.items())],
+            prototype_mode=run.prototype_mode, error=run.error)
+
+    async def costs(self, run_id: str, user: User) -> CostResponse:
+        self._own(run_id, user)
+        usage = await anyio.to_thread.run_sync(run_usage, self.settings.events_dir, run_id)
+        records = [msgspec.convert({**r, "optimization_run_id": r["adaptation_run_id"]}, UsageRecord)
+                   for r in usage]
+        return CostResponse(optimization_run_id=run_id, total_cost=sum(r.total_cost for r in records),
+                            usage_records=records)

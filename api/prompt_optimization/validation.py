@@ -1,0 +1,187 @@
+"""Validation of POST /v2/prompt/optimize. Every refusal names what to fix; nothing is stored before all pass."""
+
+from __future__ import annotations
+
+import json
+import math
+import string
+from dataclasses import dataclass
+from typing import Any
+
+from api.catalogue import Catalogue
+from api.errors import ApiError, ValidationFailed
+from api.schemas.prompt_optimization import GoldenRecord, OptimizeRequest, RequestProvider
+from storage.records import User
+
+TIER_TARGET_LIMITS = {"free": 1, "starter": 3, "startup": 5, "enterprise": 10}
+MIN_TRAIN, MIN_TRAIN_PROTOTYPE, MAX_GOLDENS = 25, 3, 200
+STANDARD_METRICS = ("LLMaaJ:Sem_Sim_1", "JSON_Match")
+DEFAULT_METRIC = "LLMaaJ:Sem_Sim_1"
+DEFAULT_CUTOFF = 0.7
+
+
+class MissingGoldens(ValidationFailed):
+    status, code = 422, "MISSING_GOLDENS"
+
+
+@dataclass(frozen=True)
+class ValidRequest:
+    spec: dict[str, Any]  # flows.prompt_opt.work.RunSpec as JSON-able fields
+    evaluation_metric: str | None  # echoed in results
+    evaluation_config: str | None  # JSON string, echoed in results
+
+
+def placeholders(template: str) -> list[str]:
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+    except ValueError as exc:
+        raise ValidationFailed(f"template is not a valid placeholder template ({exc}); use {{name}} for fields and "
+                               "{{ }} for literal braces", code="INVALID_TEMPLATE") from None
+    return list(dict.fromkeys(names))
+
+
+def split_goldens(goldens: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Legacy `goldens`: a fixed, order-preserving split; about a quarter (at least one), spread evenly from the end,
+    is held out as the test set, the rest optimizes."""
+    n_test = max(1, math.ceil(len(goldens) / 4))
+    step = max(1, len(goldens) // n_test)
+    test_idx = set(range(len(goldens) - 1, -1, -step)[:n_test])
+    return ([g for i, g in enumerate(goldens) if i not in test_idx], [g for i, g in enumerate(goldens) if i in test_idx])
+
+
+def _goldens(req: OptimizeRequest, fields: list[str]) -> tuple[list[GoldenRecord], list[GoldenRecord]]:
+    if req.goldens is not None and (req.train_goldens is not None or req.test_goldens is not None):
+        raise ValidationFailed("give either goldens, or train_goldens with test_goldens, not both forms",
+                               code="GOLDENS_CONFLICT")
+    if req.goldens is None and (req.train_goldens is None or req.test_goldens is None):
+        missing = [n for n in ("train_goldens", "test_goldens") if getattr(req, n) is None]
+        message = ("neither goldens nor train_goldens and test_goldens were given" if len(missing) == 2
+                   else f"{missing[0]} is required with {'test_goldens' if missing[0] == 'train_goldens' else 'train_goldens'}")
+        raise MissingGoldens(message, details={"missing": missing})
+    minimum = MIN_TRAIN_PROTOTYPE if req.prototype_mode else MIN_TRAIN
+    given = req.goldens if req.goldens is not None else req.train_goldens
+    name = "goldens" if req.goldens is not None else "train_goldens"
+    assert given is not None
+    if len(given) < minimum:
+        hint = "" if req.prototype_mode else " (or 3 with prototype_mode true)"
+        raise ValidationFailed(f"{name} holds {len(given)} examples; at least {minimum} are needed{hint}",
+                               code="INSUFFICIENT_GOLDEN_EXAMPLES",
+                               details={"given": len(given), "minimum": minimum, "field": name})
+    total = len(given) + len(req.test_goldens or [])
+    if total > MAX_GOLDENS:
+        raise ValidationFailed(f"{total} golden examples given; at most {MAX_GOLDENS} per run",
+                               code="TOO_MANY_GOLDEN_EXAMPLES", details={"given": total, "maximum": MAX_GOLDENS})
+    if req.test_goldens is not None and not req.test_goldens:
+        raise ValidationFailed("test_goldens is empty; at least one held-out example is needed",
+                               code="INSUFFICIENT_GOLDEN_EXAMPLES", details={"given": 0, "field": "test_goldens"})
+    for list_name in ("goldens", "train_goldens", "test_goldens"):
+        for i, golden in enumerate(getattr(req, list_name) or []):
+            keys = set(golden.fields)
+            if keys != set(fields):
+                raise ValidationFailed(
+                    f"{list_name}[{i}].fields must have exactly the keys {sorted(fields)}; missing"
+                    f" {sorted(set(fields) - keys)}, unexpected {sorted(keys - set(fields))}",
+                    code="GOLDEN_FIELDS_MISMATCH",
+                    details={"golden": f"{list_name}[{i}]", "missing": sorted(set(fields) - keys),
+                             "unexpected": sorted(keys - set(fields))})
+    if req.goldens is not None:
+        return split_goldens(list(req.goldens))
+    return list(req.train_goldens or []), list(req.test_goldens or [])
+
+
+def _model(p: RequestProvider, catalogue: Catalogue) -> tuple[str, str] | None:
+    found = catalogue.get(p.provider, p.model)
+    return (found.provider, found.model) if found else None
+
+
+def _evaluation(req: OptimizeRequest, catalogue: Catalogue) -> tuple[str, dict[str, Any] | None]:
+    config = req.evaluation_config
+    if isinstance(config, str):
+        if not config.strip():
+            config = None
+        else:
+            try:
+                config = json.loads(config)
+            except ValueError:
+                raise ValidationFailed("evaluation_config must be a JSON object (or a string holding one)",
+                                       code="INVALID_EVALUATION_CONFIG") from None
+    if config is None:
+        metric = req.evaluation_metric or DEFAULT_METRIC
+        if metric not in STANDARD_METRICS:
+            raise ValidationFailed(f"evaluation_metric {metric!r} is not supported; use one of"
+                                   f" {', '.join(STANDARD_METRICS)} or an evaluation_config",
+                                   code="UNSUPPORTED_METRIC", details={"supported": list(STANDARD_METRICS)})
+        return metric, None
+    if not isinstance(config, dict):
+        raise ValidationFailed("evaluation_config must be a JSON object", code="INVALID_EVALUATION_CONFIG")
+    if req.evaluation_metric:
+        raise ValidationFailed("give evaluation_metric or evaluation_config, not both", code="INVALID_EVALUATION_CONFIG")
+    prompt, judge = config.get("llm_judging_prompt"), config.get("llm_judge")
+    cutoff = config.get("correctness_cutoff", DEFAULT_CUTOFF)
+    problems = []
+    if not isinstance(prompt, str) or "{question}" not in prompt or "{answer}" not in prompt:
+        problems.append("llm_judging_prompt must be a string with {question} and {answer} placeholders")
+    if not isinstance(judge, str) or "/" not in judge:
+        problems.append("llm_judge must name a model as provider/model")
+    if isinstance(cutoff, bool) or not isinstance(cutoff, (int, float)) or not 0 <= cutoff <= 1:
+        problems.append("correctness_cutoff must be a number from 0 to 1")
+    if problems:
+        raise ValidationFailed("; ".join(problems), code="INVALID_EVALUATION_CONFIG", details={"problems": problems})
+    provider, _, model = judge.partition("/")
+    found = catalogue.get(provider, model)
+    if found is None:
+        raise ValidationFailed(f"unsupported model {judge} (llm_judge); see GET /v2/models", code="UNSUPPORTED_MODEL",
+                               details={"models": [judge]})
+    return "custom", {"llm_judge": f"{found.provider}/{found.model}", "llm_judging_prompt": prompt,
+                      "correctness_cutoff": float(cutoff)}
+
+
+def validate(req: OptimizeRequest, user: User, catalogue: Catalogue) -> ValidRequest:
+    fields = list(dict.fromkeys(f.strip() for f in req.fields))
+    if not fields or any(not f for f in fields):
+        raise ValidationFailed("fields must list the template's placeholder names", code="FIELDS_MISMATCH")
+    found = placeholders(req.template)
+    if set(found) != set(fields):
+        raise ValidationFailed(
+            f"fields and the template's placeholders differ: not in the template {sorted(set(fields) - set(found))},"
+            f" not in fields {sorted(set(found) - set(fields))}", code="FIELDS_MISMATCH",
+            details={"not_in_template": sorted(set(fields) - set(found)), "not_in_fields": sorted(set(found) - set(fields))})
+    train, test = _goldens(req, fields)
+
+    limit = TIER_TARGET_LIMITS.get(user.tier, 1)
+    if not req.target_models or len(req.target_models) > limit:
+        raise ValidationFailed(f"target_models holds {len(req.target_models)} models; the {user.tier} tier allows"
+                               f" 1 to {limit}", code="TARGET_MODEL_COUNT_EXCEEDED",
+                               details={"given": len(req.target_models), "maximum": limit, "tier": user.tier})
+    unknown = [f"{p.provider}/{p.model}" for p in [*req.target_models, *([req.origin_model] if req.origin_model else [])]
+               if _model(p, catalogue) is None]
+    if unknown:
+        raise ValidationFailed(f"unsupported model{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; see"
+                               " GET /v2/models", code="UNSUPPORTED_MODEL", details={"models": unknown})
+    targets = list(dict.fromkeys(_model(p, catalogue) for p in req.target_models))
+    metric, config = _evaluation(req, catalogue)
+    if metric in STANDARD_METRICS:
+        lacking = [i for i, g in enumerate([*train, *test]) if not (g.answer or "").strip()]
+        if lacking:
+            raise ValidationFailed(f"{metric} is a supervised metric: every golden needs an answer ({len(lacking)}"
+                                   " have none)", code="MISSING_ANSWERS", details={"without_answer": len(lacking)})
+    score = req.origin_model_evaluation_score
+    if score is not None and not math.isfinite(score):
+        raise ValidationFailed("origin_model_evaluation_score must be a finite number", code="INVALID_SCORE")
+    spec = {"system_prompt": req.system_prompt, "template": req.template, "fields": fields,
+            "train": [{"fields": g.fields, "answer": g.answer} for g in train],
+            "test": [{"fields": g.fields, "answer": g.answer} for g in test],
+            "metric": metric, "config": config,
+            "origin": list(_model(req.origin_model, catalogue)) if req.origin_model else None,
+            "targets": [list(t) for t in targets if t], "origin_score": score}
+    return ValidRequest(spec, None if config else metric, json.dumps(config) if config else None)
+
+
+def check_access(user: User) -> None:
+    if not user.prompt_optimization:
+        from api.errors import Unauthorized
+
+        raise Unauthorized("this API key's user has no prompt optimization access")
+
+
+__all__ = ["ApiError", "MissingGoldens", "ValidRequest", "check_access", "validate"]

@@ -1,0 +1,125 @@
+"""Wire schema of prompt optimization (SPEC sections 5-8): optimize, status, results, costs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+
+class GoldenRecord(msgspec.Struct):
+    fields: dict[str, str]
+    answer: str | None = None
+
+
+class RequestProvider(msgspec.Struct):
+    provider: str
+    model: str
+
+
+class OptimizeRequest(msgspec.Struct):
+    system_prompt: str
+    template: str
+    fields: list[str]
+    target_models: list[RequestProvider]
+    goldens: list[GoldenRecord] | None = None
+    train_goldens: list[GoldenRecord] | None = None
+    test_goldens: list[GoldenRecord] | None = None
+    origin_model: RequestProvider | None = None
+    evaluation_metric: str | None = None
+    evaluation_config: str | dict[str, Any] | None = None
+    prototype_mode: bool = False
+    origin_model_evaluation_score: float | None = None
+
+
+class OptimizeResponse(msgspec.Struct):
+    optimization_run_id: str
+
+
+class AdaptResponse(msgspec.Struct):
+    adaptation_run_id: str
+
+
+class OptimizeStatusResponse(msgspec.Struct, omit_defaults=True):
+    optimization_run_id: str
+    status: str
+    queue_position: int | None = None
+    error: str | None = None
+
+
+class AdaptStatusResponse(msgspec.Struct, omit_defaults=True):
+    adaptation_run_id: str
+    status: str
+    queue_position: int | None = None
+    error: str | None = None
+
+
+class OriginResult(msgspec.Struct):
+    model_name: str | None
+    score: float | None
+    evals: dict[str, Any] | None
+    cost: float | None
+    system_prompt: str | None = None
+    user_message_template: str | None = None
+    result_status: str | None = None
+    error: str | None = None
+
+
+class TargetResult(msgspec.Struct):
+    model_name: str
+    pre_optimization_score: float | None
+    pre_optimization_evals: dict[str, Any] | None
+    post_optimization_score: float | None
+    post_optimization_evals: dict[str, Any] | None
+    cost: float | None
+    system_prompt: str | None
+    user_message_template: str | None
+    user_message_template_fields: list[str]
+    result_status: str
+    score_improvement: float | None
+    evaluation_type: str | None
+    task_type: str | None = None
+    error: str | None = None
+
+
+class LLMRequestMetric(msgspec.Struct):
+    model: str
+    num_requests: int
+
+
+class OptimizationResults(msgspec.Struct):
+    id: str
+    created_at: datetime
+    updated_at: datetime | None
+    origin_model: OriginResult | None
+    target_models: list[TargetResult]
+    job_status: str
+    evaluation_metric: str | None
+    evaluation_config: str | None
+    llm_request_metrics: list[LLMRequestMetric] | None
+    prototype_mode: bool
+    error: str | None = None
+
+
+class UsageRecord(msgspec.Struct):
+    id: str
+    user_id: str
+    organization_id: str
+    adaptation_run_id: str
+    optimization_run_id: str
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    input_cost: float
+    output_cost: float
+    total_cost: float
+    timestamp: float
+    task_type: str
+
+
+class CostResponse(msgspec.Struct):
+    optimization_run_id: str
+    total_cost: float
+    usage_records: list[UsageRecord]

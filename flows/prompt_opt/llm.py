@@ -1,0 +1,69 @@
+"""LLMs through LiteLLM (via DSPy's LM), one instance per model and task type, each call billed to the ledger.
+
+Provider endpoints: a provider whose base URL is configured (SWITCHBOARD_<PROVIDER>_API_BASE, or
+SWITCHBOARD_LLM_API_BASE for all) is called as an OpenAI-compatible server at that URL (vLLM, Ollama, llama.cpp,
+a proxy) with SWITCHBOARD_<PROVIDER>_API_KEY / SWITCHBOARD_LLM_API_KEY; otherwise LiteLLM calls the provider's own
+API with its usual key variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...). Transient errors are
+retried by LiteLLM with exponential backoff (SWITCHBOARD_LLM_RETRIES).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price map at import
+os.environ.setdefault("DSPY_CACHEDIR", os.path.join(os.path.expanduser("~"), ".cache", "switchboard-dspy"))
+
+import dspy  # noqa: E402
+
+from api.catalogue.providers import PROVIDERS_BY_NAME  # noqa: E402
+from api.settings import OptimizeSettings  # noqa: E402
+from flows.prompt_opt.usage import Ledger  # noqa: E402
+
+
+def litellm_route(provider: str, model: str, settings: OptimizeSettings) -> dict[str, Any]:
+    """The LiteLLM model string and connection settings for a catalogue model."""
+    base = settings.api_base(provider)
+    if base:
+        return {"model": f"openai/{model}", "api_base": base, "api_key": settings.api_key(provider) or "unused"}
+    known = PROVIDERS_BY_NAME.get(provider)
+    prefix = known.sources[0].litellm_provider if known else provider
+    return {"model": f"{prefix}/{model}"}
+
+
+class BilledLM(dspy.LM):
+    """A DSPy LM whose every completed call becomes a usage record of the run's ledger."""
+
+    def __init__(self, *, provider: str, model: str, prices: tuple[float, float], ledger: Ledger, task_type: str,
+                 position: int, role: str, settings: OptimizeSettings, temperature: float = 0.0,
+                 max_tokens: int = 1024) -> None:
+        route = litellm_route(provider, model, settings)
+        super().__init__(engine="litellm", cache=False, num_retries=settings.llm_retries, temperature=temperature,
+                         max_tokens=max_tokens, timeout=settings.llm_timeout_s, **route)
+        self.sb_provider, self.sb_model, self.sb_prices = provider, model, prices
+        self.sb_ledger, self.sb_task_type, self.sb_position, self.sb_role = ledger, task_type, position, role
+        self._sb_local = threading.local()  # per-thread call start, for the provider latency of each record
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.sb_ledger.check()
+        self._sb_local.started = time.perf_counter()
+        return super().__call__(*args, **kwargs)
+
+    def update_history(self, entry: dict[str, Any]) -> None:
+        # Called once per provider response (never for cache hits: the cache is off). History is not kept:
+        # the ledger is the record, and a long run would otherwise hold every prompt in memory.
+        started = getattr(self._sb_local, "started", None)
+        self.sb_ledger.add(provider=self.sb_provider, model=self.sb_model, prices=self.sb_prices,
+                           usage=entry.get("usage") or {}, task_type=self.sb_task_type, position=self.sb_position,
+                           role=self.sb_role, latency_s=(time.perf_counter() - started) if started else 0.0)
+
+
+def text_of(outputs: Any) -> str:
+    """The first completion's text from an LM call's outputs."""
+    first = outputs[0] if isinstance(outputs, list) and outputs else outputs
+    if isinstance(first, dict):
+        first = first.get("text") or ""
+    return str(first or "")

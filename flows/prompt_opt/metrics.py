@@ -1,0 +1,114 @@
+"""Evaluation metrics. Each scores one response in [0, 1], explains the score (GEPA's feedback) and contributes
+to the evals summary of an evaluation.
+
+- `JSON_Match` (supervised): the expected answer and the response are parsed as JSON (code fences stripped); for
+  objects, partial credit is the share of expected fields whose values match (per-field accuracy in `evals`);
+  other values must be equal. An unparseable response scores 0.
+- `LLMaaJ:Sem_Sim_1` (supervised): an LLM judge rates how close in meaning the response is to the expected answer,
+  0 to 10, with SEM_SIM_SYSTEM / SEM_SIM_USER below; the score is that rating / 10. Judge model:
+  SWITCHBOARD_OPTIMIZE_JUDGE_MODEL.
+- custom `evaluation_config` (unsupervised unless its prompt uses {expected}): the caller's `llm_judging_prompt`
+  with {question} (the user message sent) and {answer} (the response) filled in, judged by `llm_judge`; the judge
+  ends with `score: <0..1>`; the example counts as correct when score >= `correctness_cutoff`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+SEM_SIM_SYSTEM = ("You grade semantic similarity. Compare a candidate answer with an expected answer and rate how "
+                  "close they are in meaning, ignoring wording and formatting. Reply with one integer from 0 (unrelated"
+                  " or contradictory) to 10 (same meaning), and nothing else.")
+SEM_SIM_USER = "Expected answer:\n<<<{expected}>>>\n\nCandidate answer:\n<<<{candidate}>>>\n\nRating (0-10):"
+CUSTOM_SYSTEM = ("You are an evaluator. Follow the judging instructions in the user message. End your reply with a "
+                 "final line of the form `score: <number between 0 and 1>`.")
+
+SUPERVISED = ("JSON_Match", "LLMaaJ:Sem_Sim_1")
+METRICS = SUPERVISED + ("custom",)
+
+Judge = Callable[[list[dict[str, str]]], str]  # messages -> reply text (a billed LM call)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    score: float
+    feedback: str
+    detail: dict[str, Any]
+
+
+def _parse_json(text: str) -> Any:
+    text = text.strip()
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, flags=re.S)
+    return json.loads(fence.group(1) if fence else text)
+
+
+def _norm(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def json_match(expected: str, response: str) -> Verdict:
+    try:
+        gold = _parse_json(expected)
+    except ValueError:
+        gold = expected
+    try:
+        got = _parse_json(response)
+    except ValueError:
+        return Verdict(0.0, f"The response is not valid JSON. Expected exactly: {expected}",
+                       {"parsed": False, "fields": {k: 0.0 for k in gold} if isinstance(gold, dict) else {}})
+    if isinstance(gold, dict):
+        fields = {k: 1.0 if isinstance(got, dict) and _norm(got.get(k)) == _norm(v) else 0.0 for k, v in gold.items()}
+        score = sum(fields.values()) / len(fields) if fields else float(got == gold)
+        wrong = [k for k, v in fields.items() if v == 0.0]
+        feedback = "All fields match." if not wrong else f"Wrong or missing fields {wrong}; expected {expected}"
+        return Verdict(score, feedback, {"parsed": True, "fields": fields})
+    ok = _norm(got) == _norm(gold)
+    return Verdict(float(ok), "Correct." if ok else f"Expected {expected}", {"parsed": True, "fields": {}})
+
+
+def _rating(text: str, scale: float) -> float:
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", text)
+    if not numbers:
+        return 0.0
+    value = float(numbers[-1]) / scale
+    return min(1.0, max(0.0, value))
+
+
+def sem_sim(expected: str, response: str, judge: Judge) -> Verdict:
+    reply = judge([{"role": "system", "content": SEM_SIM_SYSTEM},
+                   {"role": "user", "content": SEM_SIM_USER.format(expected=expected, candidate=response)}])
+    score = _rating(reply, 10.0)
+    return Verdict(score, f"Semantic similarity {score:.1f} to the expected answer: {expected}", {})
+
+
+def custom_judge(config: dict[str, Any], question: str, expected: str | None, response: str, judge: Judge) -> Verdict:
+    prompt = (config["llm_judging_prompt"].replace("{question}", question).replace("{answer}", response)
+              .replace("{expected}", expected or ""))
+    reply = judge([{"role": "system", "content": CUSTOM_SYSTEM}, {"role": "user", "content": prompt}])
+    match = re.findall(r"score\s*[:=]\s*(-?\d+(?:\.\d+)?)", reply, flags=re.I)
+    raw = float(match[-1]) if match else _rating(reply, 1.0)
+    raw = raw / 10.0 if raw > 1.0 else raw
+    correct = raw >= float(config["correctness_cutoff"])
+    return Verdict(1.0 if correct else 0.0, f"The judge said: {reply.strip()[-500:]}", {"judge_score": raw})
+
+
+def summarise(metric: str, verdicts: list[Verdict], config: dict[str, Any] | None) -> dict[str, Any]:
+    """The `evals` object of one evaluation."""
+    n = len(verdicts)
+    mean = sum(v.score for v in verdicts) / n if n else 0.0
+    out: dict[str, Any] = {"metric": metric, "num_examples": n, "score": mean}
+    if metric == "JSON_Match":
+        fields: dict[str, list[float]] = {}
+        for v in verdicts:
+            for k, s in v.detail.get("fields", {}).items():
+                fields.setdefault(k, []).append(s)
+        out["field_accuracy"] = {k: sum(s) / len(s) for k, s in fields.items()}
+        out["parse_rate"] = sum(1 for v in verdicts if v.detail.get("parsed")) / n if n else 0.0
+    elif metric == "custom" and config is not None:
+        scores = [v.detail.get("judge_score", 0.0) for v in verdicts]
+        out.update(accuracy=mean, mean_judge_score=sum(scores) / n if n else 0.0,
+                   correctness_cutoff=config["correctness_cutoff"], llm_judge=config["llm_judge"])
+    return out

@@ -1,0 +1,82 @@
+"""Every LLM call of a run becomes a usage record (tokens, catalogue prices, task type); a ledger sums them.
+
+Tokens are counted per LM call, from the provider's own `usage` in each response (DSPy's history hook), not with
+`dspy.track_usage()`, which loses calls made in worker threads. DSPy's cache is off for these LMs (a cache hit
+carries no usage, so costs would be under-reported).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+TASK_TYPES = ("pre-optimization evaluation", "optimization", "post-optimization evaluation")
+
+USAGE_SCHEMA = pa.schema([
+    ("id", pa.string()), ("user_id", pa.string()), ("organization_id", pa.string()),
+    ("adaptation_run_id", pa.string()), ("provider", pa.string()), ("model", pa.string()),
+    ("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("input_cost", pa.float64()),
+    ("output_cost", pa.float64()), ("total_cost", pa.float64()), ("timestamp", pa.float64()),
+    ("task_type", pa.string()),
+    # Not in the wire record: which model of the run the call served (a target's position, or -1 for the origin),
+    # its role in that work (target, judge, reflection) and how long the provider took (for the benchmark).
+    ("position", pa.int32()), ("role", pa.string()), ("latency_s", pa.float64()),
+])
+
+
+class CostCeilingExceeded(RuntimeError):
+    pass
+
+
+@dataclass
+class Ledger:
+    """The run's usage so far, shared by the threads of one flow run."""
+
+    run_id: str
+    user_id: str
+    organization_id: str
+    ceiling_usd: float
+    records: list[dict[str, Any]] = field(default_factory=list)
+    total: float = 0.0
+    exceeded: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def check(self) -> None:
+        """Before a call: refuse once the ceiling is reached, so the run stops spending."""
+        if self.exceeded or self.total >= self.ceiling_usd:
+            self.exceeded = True
+            raise CostCeilingExceeded(self.reason())
+
+    def reason(self) -> str:
+        return (f"the run's LLM cost reached the per-run ceiling of ${self.ceiling_usd:.4f} "
+                f"(spent ${self.total:.6f}); raise SWITCHBOARD_OPTIMIZE_MAX_COST_USD or send fewer goldens/models")
+
+    def add(self, *, provider: str, model: str, prices: tuple[float, float], usage: dict[str, Any],
+            task_type: str, position: int, role: str, latency_s: float) -> dict[str, Any]:
+        assert task_type in TASK_TYPES, task_type
+        tin = int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
+        tout = int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
+        cin, cout = tin * prices[0] / 1e6, tout * prices[1] / 1e6
+        row = {"id": str(uuid.uuid4()), "user_id": self.user_id, "organization_id": self.organization_id,
+               "adaptation_run_id": self.run_id, "provider": provider, "model": model, "input_tokens": tin,
+               "output_tokens": tout, "input_cost": cin, "output_cost": cout, "total_cost": cin + cout,
+               "timestamp": time.time(), "task_type": task_type, "position": position, "role": role,
+               "latency_s": latency_s}
+        with self._lock:
+            self.records.append(row)
+            self.total += cin + cout
+            if self.total > self.ceiling_usd:
+                self.exceeded = True
+        return row
+
+    def for_position(self, position: int) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.records if r["position"] == position]
+
+    def table(self, rows: list[dict[str, Any]]) -> pa.Table:
+        return pa.Table.from_pylist(rows, schema=USAGE_SCHEMA)

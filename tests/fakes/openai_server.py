@@ -1,0 +1,144 @@
+"""An OpenAI-compatible chat server on 127.0.0.1, in a thread, that plays every model of a prompt optimization.
+
+Deterministic roles, recognised by the request's content:
+- target model: it knows the answer to each question it was taught (`teach`), but replies with only the answer
+  when the system prompt asks for it (contains OBEY_PHRASE, any case); otherwise, except for a model-dependent
+  quarter of the questions, it wraps the answer in chatter. So a better prompt measurably scores better;
+- semantic-similarity judge: 0-10 from word overlap between the expected and the candidate answer;
+- custom judge: `score: 1` when the text after the last `Answer:` is exactly the taught answer, else `score: 0.2`;
+- reflection (GEPA's instruction writer): returns the current instruction plus OBEY_PHRASE in a ``` block.
+Usage: prompt tokens = characters / 4 of all messages, completion tokens = characters / 4 of the reply (+1 each).
+Failure injection: `failing` models always answer 500; `flaky[model] = n` fails that model's next n calls with 503.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+OBEY_PHRASE = "reply with only the final answer"
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+class FakeOpenAI:
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.answers: dict[str, str] = {}
+        self.failing: set[str] = set()
+        self.flaky: dict[str, int] = {}
+        self.delay_s = delay_s
+        self.calls: list[tuple[str, str]] = []  # (model, role)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    # --- set-up ---------------------------------------------------------------------------------
+    def teach(self, pairs: dict[str, str]) -> None:
+        self.answers.update(pairs)
+
+    def start(self) -> "FakeOpenAI":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+                status, payload = fake.respond(body)
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True).start()
+        return self
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def roles(self) -> Counter:
+        with self._lock:
+            return Counter(role for _, role in self.calls)
+
+    # --- behaviour ------------------------------------------------------------------------------
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        model = str(body.get("model", ""))
+        messages = body.get("messages") or []
+        system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        user = " ".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        with self._lock:
+            if model in self.failing:
+                self.calls.append((model, "error"))
+                return 500, {"error": {"message": f"{model} is down", "type": "server_error"}}
+            if self.flaky.get(model, 0) > 0:
+                self.flaky[model] -= 1
+                self.calls.append((model, "error"))
+                return 503, {"error": {"message": "overloaded, retry", "type": "server_error"}}
+        role, text = self._play(model, system, user)
+        with self._lock:
+            self.calls.append((model, role))
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
+        usage = {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(text) // 4 + 1}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return 200, {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+                     "choices": [{"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": text}}],
+                     "usage": usage}
+
+    def _play(self, model: str, system: str, user: str) -> tuple[str, str]:
+        if "I provided an assistant with" in user:
+            blocks = re.findall(r"```(.*?)```", user, flags=re.S)
+            current = blocks[0].strip() if blocks else ""
+            return "reflection", f"Here is a better instruction:\n```\n{current}\nAlways {OBEY_PHRASE}, nothing else.\n```"
+        if "semantic similarity" in system.lower():
+            expected = re.search(r"Expected answer:\s*<<<(.*?)>>>", user, flags=re.S)
+            candidate = re.search(r"Candidate answer:\s*<<<(.*?)>>>", user, flags=re.S)
+            a, b = words(expected.group(1) if expected else ""), words(candidate.group(1) if candidate else "")
+            score = 10 if a == b else int(10 * len(a & b) / max(1, len(a | b)))
+            return "judge", str(score)
+        if "you are an evaluator" in system.lower():
+            given = user.rsplit("Answer:", 1)[-1].strip()
+            right = any(given == answer for answer in self.answers.values())
+            return "judge", "The answer was checked.\nscore: " + ("1" if right else "0.2")
+        for question, answer in self.answers.items():
+            if question in user:
+                salt = int(hashlib.sha256(f"{model}|{question}".encode()).hexdigest(), 16)
+                if OBEY_PHRASE in system.lower() or salt % 4 == 0:
+                    return "target", answer
+                return "target", f"Sure! Here is what I found: {answer} Let me know if you need anything else."
+        return "target", "I do not know."
+
+
+def capital_goldens(n: int, start: int = 0, as_json: bool = False) -> list[dict[str, Any]]:
+    """Synthetic goldens: `question` asks for the capital of an invented country; answers are unique."""
+    out = []
+    for i in range(start, start + n):
+        question = f"What is the capital of Country{i:03d}?"
+        answer = json.dumps({"capital": f"City{i:03d}", "country": f"Country{i:03d}"}) if as_json else f"City{i:03d}"
+        out.append({"fields": {"question": question}, "answer": answer})
+    return out
+
+
+def teach_goldens(fake: FakeOpenAI, goldens: list[dict[str, Any]]) -> None:
+    fake.teach({g["fields"]["question"]: g["answer"] for g in goldens})

@@ -1,0 +1,59 @@
+"""Prompt optimization tests: the real app with a fake flow launcher, and the fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from api.settings import reset_settings
+from tests.fakes.openai_server import FakeOpenAI, capital_goldens
+
+OPTIMIZE = "/v2/prompt/optimize"
+
+
+class FakeLauncher:
+    def __init__(self) -> None:
+        self.triggered: list[tuple[str, dict[str, Any]]] = []
+        self.fail_with: Exception | None = None
+
+    async def trigger(self, deployment: str, parameters: dict[str, Any]) -> str:
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.triggered.append((deployment, parameters))
+        return f"flow-run-{len(self.triggered)}"
+
+
+@pytest.fixture
+def launcher(client) -> FakeLauncher:
+    fake = FakeLauncher()
+    client.app.state.services.prompt_optimization.launcher = fake
+    return fake
+
+
+@pytest.fixture
+def fake_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    """The fake server, with every provider's base URL pointed at it (SWITCHBOARD_LLM_API_BASE)."""
+    fake = FakeOpenAI().start()
+    monkeypatch.setenv("SWITCHBOARD_LLM_API_BASE", fake.base_url)
+    monkeypatch.setenv("SWITCHBOARD_LLM_RETRIES", "2")
+    reset_settings()
+    yield fake
+    fake.stop()
+    reset_settings()
+
+
+def body(n_train: int = 25, n_test: int = 5, **extra: Any) -> dict[str, Any]:
+    return {"system_prompt": "You are a geography assistant.", "template": "Question: {question}",
+            "fields": ["question"], "train_goldens": capital_goldens(n_train),
+            "test_goldens": capital_goldens(n_test, start=n_train),
+            "target_models": [{"provider": "openai", "model": "gpt-4o-mini"}], **extra}
+
+
+@pytest.fixture
+def optimizer_headers(auth) -> Callable[..., dict[str, str]]:
+    def make(user: str = "bob", tier: str = "starter") -> dict[str, str]:
+        return auth(user, tier=tier, prompt_optimization=True)
+
+    return make
