@@ -1,0 +1,75 @@
+"""`train-default-router`: retrain the shipped default router from public evaluation data.
+
+Trains in a staging copy of the artefact folder, publishes held-out metrics as a Prefect table artifact, reports
+whether the result reproduces the committed artefact byte for byte, and (with publish=True) replaces the
+committed router.json. The encoder (static embedding) is part of the artefact and is not rebuilt here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "routellm"
+DEFAULT_ARTEFACT = REPO_ROOT / "datasets" / "default_router"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@task(name="stage-artefact-folder")
+def stage(artefact_dir: Path) -> Path:
+    staging = Path(tempfile.mkdtemp(prefix="default-router-"))
+    for item in artefact_dir.iterdir():
+        if item.is_file():
+            shutil.copy2(item, staging / item.name)
+    return staging
+
+
+@task(name="train-and-evaluate")
+def train(data_dir: Path, staging: Path, seed: int) -> dict:
+    from api.routing.training.train import train_default_router
+
+    report = train_default_router(data_dir, staging, seed=seed)
+    return {"heldout": report.heldout, "sha256": report.router_json_sha256, "train_rows": report.train_rows}
+
+
+@task(name="publish-evaluation")
+def publish_evaluation(result: dict) -> None:
+    rows = [{"benchmark": benchmark, "router": who, "items": figures["items"],
+             **{metric: figures[who][metric] for metric in ("apgr", "cpt50", "cpt80")}}
+            for benchmark, figures in result["heldout"].items() for who in ("router", "random", "oracle")]
+    create_table_artifact(key="default-router-heldout", table=rows,
+                          description="Default router on held-out RouteLLM rows: APGR, CPT(50%), CPT(80%), "
+                                      "random and oracle")
+
+
+@task(name="promote-artefact")
+def promote(staging: Path, artefact_dir: Path, publish: bool) -> dict:
+    new, old = staging / "router.json", artefact_dir / "router.json"
+    same = old.exists() and _sha256(new) == _sha256(old)
+    if publish and not same:
+        shutil.copy2(new, old)
+    shutil.rmtree(staging, ignore_errors=True)
+    return {"reproduces_committed": same, "published": publish and not same}
+
+
+@flow(name="train-default-router", log_prints=True)
+def train_default_router_flow(data_dir: str = str(DEFAULT_DATA), artefact_dir: str = str(DEFAULT_ARTEFACT),
+                              seed: int = 0, publish: bool = False) -> dict:
+    logger = get_run_logger()
+    staging = stage(Path(artefact_dir))
+    result = train(Path(data_dir), staging, seed)
+    publish_evaluation(result)
+    outcome = promote(staging, Path(artefact_dir), publish)
+    logger.info("held-out APGR: %s", {k: v["router"]["apgr"] for k, v in result["heldout"].items()})
+    logger.info("router.json %s the committed artefact%s", "reproduces" if outcome["reproduces_committed"]
+                else "differs from", "; published" if outcome["published"] else "")
+    return {**result, **outcome}
