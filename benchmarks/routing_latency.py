@@ -15,15 +15,14 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.local_api import running_api, tree_rss_mb  # noqa: E402
 
 CANDIDATES = [("openai", "gpt-4o"), ("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5-20250929"),
               ("anthropic", "claude-haiku-4-5-20251001"), ("google", "gemini-2.5-pro"), ("google", "gemini-2.5-flash"),
@@ -52,26 +51,6 @@ end
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children (granian runs the app in a worker process)."""
-    total = 0
-    pids = [pid] + [int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
-                                                     text=True).stdout.split()]
-    for p in pids:
-        try:
-            status = Path(f"/proc/{p}/status").read_text()
-        except FileNotFoundError:
-            continue
-        total += int(re.search(r"VmRSS:\s+(\d+)", status).group(1))
-    return total / 1024
-
-
 def to_ms(value: str) -> float:
     number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", value).groups()
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
@@ -85,45 +64,20 @@ def main() -> int:
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed: `apt-get install -y wrk` (Debian package), or run `make bench-latency`")
 
-    data_dir = Path(tempfile.mkdtemp(prefix="switchboard-bench-"))
-    env = dict(os.environ, SWITCHBOARD_DATA_DIR=str(data_dir), LITELLM_LOCAL_MODEL_COST_MAP="True")
-    port = free_port()
-    env["SWITCHBOARD_PORT"] = str(port)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    os.environ.update(env)
-    from storage.store import Store
-
-    store = Store(data_dir / "switchboard.duckdb")
-    key = store.issue_key("bench").key
-    store.close()
-
-    server = subprocess.Popen([sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host",
-                               "127.0.0.1", "--port", str(port), "--workers", "1", "--log-level", "warning",
-                               "api.app:create_app"], env=env, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                if httpx.get(f"{base}/internal/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
+    with running_api() as api:
         providers = json.dumps([{"provider": p, "model": m} for p, m in CANDIDATES])
-        probe = httpx.post(f"{base}/v2/modelRouter/modelSelect", headers={"Authorization": f"Bearer {key}"},
+        url = f"{api.base}/v2/modelRouter/modelSelect"
+        probe = httpx.post(url, headers=api.headers,
                            json={"llm_providers": json.loads(providers), "messages": "warm up " * 300})
         probe.raise_for_status()
-        script = data_dir / "select.lua"
-        script.write_text(LUA.replace("%s", providers, 1).replace("%d", "%d").replace('Bearer %s', f"Bearer {key}"))
-        rss_start = tree_rss_mb(server.pid)
-        subprocess.run(["wrk", "-t2", "-c", str(args.connections), "-d", "3s", "-s", str(script),
-                        f"{base}/v2/modelRouter/modelSelect"], capture_output=True, check=True)  # warm-up
-        out = subprocess.run(["wrk", "-t2", "-c", str(args.connections), "-d", f"{args.duration}s", "--latency",
-                              "-s", str(script), f"{base}/v2/modelRouter/modelSelect"],
+        script = api.data_dir / "select.lua"
+        script.write_text(LUA.replace("%s", providers, 1).replace("Bearer %s", f"Bearer {api.key}"))
+        rss_start = tree_rss_mb(api.pid)
+        wrk = ["wrk", "-t2", "-c", str(args.connections), "-s", str(script)]
+        subprocess.run([*wrk, "-d", "3s", url], capture_output=True, check=True)  # warm-up
+        out = subprocess.run([*wrk, "-d", f"{args.duration}s", "--latency", url],
                              capture_output=True, text=True, check=True).stdout
-        rss_end = tree_rss_mb(server.pid)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        rss_end = tree_rss_mb(api.pid)
 
     p50 = to_ms(re.search(r"50%\s+(\S+)", out).group(1))
     p99 = to_ms(re.search(r"99%\s+(\S+)", out).group(1))
