@@ -86,11 +86,13 @@ def fit_knn(emb: np.ndarray, y: np.ndarray, folds: np.ndarray) -> np.ndarray:
 
 
 @task(name="calibrate", cache_policy=NO_CACHE)
-def calibrate(bases: list[np.ndarray], y: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
-    weights, stacked = training.fit_stacker(bases, y)
+def calibrate(bases: list[np.ndarray], y: np.ndarray, cost: np.ndarray) -> tuple[dict, np.ndarray, list]:
+    stacker, stacked = training.fit_stacker(bases, y)
     schedule = calibration.calibrate_schedule(stacked, cost)
-    get_run_logger().info("trade-off schedule (t = 0..9): %s", schedule)
-    return weights, stacked, schedule
+    logger = get_run_logger()
+    logger.info("blend (linear, xgboost, knn) = %s; agreement by blend: %s", stacker["blend"], stacker["agreement"])
+    logger.info("trade-off schedule (t = 0..9): %s", schedule)
+    return stacker, stacked, schedule
 
 
 @task(name="evaluate-held-out-folds", cache_policy=NO_CACHE)
@@ -163,23 +165,25 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         cost = calibration.request_costs(np.array([len(p) for p in prompts]),
                                          np.array([m["input_price"] for m in models], float),
                                          np.array([m["output_price"] for m in models], float))
-        weights, stacked, schedule = calibrate([lin_oof, xgb_oof, knn], y, cost)
+        stacker, stacked, schedule = calibrate([lin_oof, xgb_oof, knn], y, cost)
         keys = [m["key"] for m in models]
         report = evaluate(stacked, y, cost, schedule, keys, {"linear": lin_oof, "xgboost": xgb_oof, "knn": knn})
         report["scale"] = scale
         spec = {"format": FORMAT, "job_id": job_id, "preference_id": preference_id, "language": language,
                 "feature_version": _feature_version(language), "models": models, "schedule": schedule,
-                "stacker": weights.tolist(), "knn": {"k": CFG.knn_k, "temperature": CFG.knn_temperature},
+                "stacker": stacker, "knn": {"k": CFG.knn_k, "temperature": CFG.knn_temperature},
                 "xgb": {"folds": CFG.folds, "rounds": CFG.xgb_rounds, "depth": CFG.xgb_depth, "eta": CFG.xgb_eta},
                 "score_scale": scale, "rows": len(prompts),
                 "trained_at": datetime.now(timezone.utc).isoformat(), "summary": report["summary"]}
         _check_open(store, job_id)
+        report["peak_rss_mb"] = _peak_rss_mb()
+        report["training_seconds"] = round(time.perf_counter() - started, 2)
         router_id = publish(job_id, str(staging), str(root / job_id), spec, linear, emb, y, report)
         if router_id is None:
             raise Superseded(f"job {job_id} was superseded while publishing")
         record_run(preference_id, router_id, report, time.perf_counter() - started)
-        logger.info("router %s live for preference %s after %.1f s", router_id, preference_id,
-                    time.perf_counter() - started)
+        logger.info("router %s live for preference %s after %.1f s (peak memory %.0f MB)", router_id,
+                    preference_id, time.perf_counter() - started, report["peak_rss_mb"])
         return {"router_id": router_id, "seconds": time.perf_counter() - started, **report["summary"]}
     except Superseded as exc:
         shutil.rmtree(staging, ignore_errors=True)
@@ -189,6 +193,13 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         shutil.rmtree(staging, ignore_errors=True)
         store.update_job(job_id, status="failed", only_if_open=True, error=f"{type(exc).__name__}: {exc}"[:1000])
         raise
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident memory of this flow run's process (the runner runs each flow in its own subprocess)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _feature_version(language: str) -> str:

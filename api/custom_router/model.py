@@ -1,12 +1,12 @@
 """A trained custom router, as served: loads an artefact folder and scores the candidates it knows.
 
-    q_m(x) = sigmoid(a_m * logit(linear_m(x)) + b_m * logit(trees_m(x)) + c_m * logit(knn_m(x)) + d_m)
+    q_m(x) = sigmoid(a_m * logit(w_1 linear_m(x) + w_2 trees_m(x) + w_3 knn_m(x)) + b_m)
 
 - linear_m: soft-label logistic regression on the query vector [embedding | hand features];
 - trees_m: the XGBoost models of the cross-validation folds, averaged (evaluated with numpy, api.custom_router.trees);
 - knn_m: similarity-weighted mean score of model m on the 30 most similar training prompts (cosine on the embedding);
-- (a, b, c, d)_m: the stacker, fitted on out-of-fold predictions, which also calibrates q_m to the observed score
-  scale (scores rescaled to 0..1, see api.custom_router.training).
+- w: the blend, chosen on out-of-fold predictions; (a, b)_m: Platt scaling of model m's blend to the observed
+  score scale (scores rescaled to 0..1, see api.custom_router.training).
 
 Artefact folder (immutable, one per training job; "promote" = the custom_routers.is_live pointer):
 router.json (format, encoder version, models and prices, schedule, stacker), linear.npy, knn_embeddings.npy
@@ -64,7 +64,8 @@ class CustomRouter:
         self.models: list[str] = [m["key"] for m in spec["models"]]
         self.index = {key: i for i, key in enumerate(self.models)}
         self.schedule: tuple[float, ...] = tuple(float(x) for x in spec["schedule"]) + (float("inf"),)
-        self.stacker = np.asarray(spec["stacker"], dtype=np.float64)  # (M, 4)
+        self.blend = np.asarray(spec["stacker"]["blend"], dtype=np.float64)  # (3,)
+        self.platt = np.asarray(spec["stacker"]["platt"], dtype=np.float64)  # (M, 2)
         self.knn_k, self.knn_temperature = int(spec["knn"]["k"]), float(spec["knn"]["temperature"])
         self.linear = np.load(folder / "linear.npy").astype(np.float64)  # (d + 1, M)
         self.knn_embeddings = np.load(folder / "knn_embeddings.npy").astype(np.float32)  # (n, e)
@@ -91,8 +92,8 @@ class CustomRouter:
         emb = x[: self.knn_embeddings.shape[1]].astype(np.float32)
         knn = knn_scores((self.knn_embeddings @ emb)[None, :], self.knn_targets, self.knn_k,
                          self.knn_temperature)[0]
-        a, b, c, d = self.stacker.T
-        return sigmoid(a * logit(lin) + b * logit(trees) + c * logit(knn) + d)
+        mixed = self.blend[0] * lin + self.blend[1] * trees + self.blend[2] * knn
+        return sigmoid(self.platt[:, 0] * logit(mixed) + self.platt[:, 1])
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate],
                         text: str | None = None) -> np.ndarray:

@@ -7,8 +7,9 @@ Steps (each a task of the `train-custom-router` flow, see flows/train_custom_rou
 3. base predictors per model, each with out-of-fold predictions: linear (soft-label logistic regression, all models
    in one L-BFGS problem), XGBoost (`reg:logistic` on the 0..1 quality, one booster per fold, averaged when
    serving), kNN (similarity-weighted mean over the 30 nearest training prompts of the other folds);
-4. stacker/calibration per model: a 4-parameter logistic regression on the three out-of-fold logits, fitted to
-   the observed quality (Platt scaling of the blend), so q_m is calibrated on the score scale;
+4. blend and calibration: the three out-of-fold probabilities are averaged with the weights (from a small grid)
+   whose predicted differences between models best track the observed ones (routing is about differences), and
+   each model's blend is Platt-scaled to the observed quality, so q_m is calibrated on the score scale;
 5. evaluation and the trade-off schedule on the out-of-fold predictions (api.custom_router.calibration).
 """
 
@@ -137,14 +138,51 @@ def xgb_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig, o
     return oof
 
 
-def fit_stacker(bases: list[np.ndarray], y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per model: q = sigmoid(a logit(lin) + b logit(xgb) + c logit(knn) + d) on out-of-fold predictions.
-    Returns ((M, 4) weights, (n, M) stacked out-of-fold quality)."""
-    weights = np.zeros((y.shape[1], 4))
+BLENDS = [(1, 0, 0), (0, 1, 0), (0, 0, 1), (.5, .5, 0), (.5, 0, .5), (0, .5, .5), (1 / 3, 1 / 3, 1 / 3),
+          (.6, .2, .2), (.2, .6, .2), (.2, .2, .6)]
+
+
+def _ranks(v: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(v)
+
+
+def pairwise_agreement(z: np.ndarray, y: np.ndarray) -> float:
+    """How well predicted differences between models track observed ones: the rank correlation of (z_a - z_b) with
+    (y_a - y_b) on rows where the two models' scores differ, averaged over model pairs. Routing is about these
+    differences, so blends are compared on it rather than on per-model log-loss."""
+    total, pairs = 0.0, 0
+    for a in range(y.shape[1]):
+        for b in range(a + 1, y.shape[1]):
+            d = y[:, a] - y[:, b]
+            keep = np.abs(d) > 1e-9
+            if keep.sum() < 3:
+                continue
+            p = z[keep, a] - z[keep, b]
+            if np.std(p) < 1e-12:
+                pairs += 1
+                continue
+            total += float(np.corrcoef(_ranks(p), _ranks(d[keep]))[0, 1])  # Spearman: routing ranks prompts
+            pairs += 1
+    return total / pairs if pairs else 0.0
+
+
+def fit_stacker(bases: list[np.ndarray], y: np.ndarray) -> tuple[dict, np.ndarray]:
+    """Blend the base predictors' out-of-fold probabilities with the weights (from a small grid) whose differences
+    best track the observed differences between models, then calibrate each model's blend with Platt scaling:
+    q_m = sigmoid(a_m * logit(sum_k w_k p_k,m) + b_m). Returns (stacker spec, (n, M) out-of-fold quality)."""
+    scores = {}
+    for blend in BLENDS:
+        if len(blend) == len(bases):
+            scores[blend] = pairwise_agreement(logit(sum(w * b for w, b in zip(blend, bases))), y)
+    best = max(scores, key=scores.get)
+    z = logit(sum(w * b for w, b in zip(best, bases)))
+    platt = np.zeros((y.shape[1], 2))
     stacked = np.zeros_like(y)
     for m in range(y.shape[1]):
-        z = np.stack([logit(b[:, m]) for b in bases], axis=1)
-        w = fit_logistic(z, y[:, m:m + 1], c=10.0)[:, 0]
-        weights[m] = w
-        stacked[:, m] = predict_logistic(z, w[:, None])[:, 0]
-    return weights, stacked
+        platt[m] = fit_logistic(z[:, m:m + 1], y[:, m:m + 1], c=100.0)[:, 0]
+        stacked[:, m] = sigmoid(platt[m, 0] * z[:, m] + platt[m, 1])
+    spec = {"blend": [float(w) for w in best], "platt": platt.tolist(),
+            "agreement": {",".join(f"{w:.2f}" for w in k): round(v, 4) for k, v in scores.items()}}
+    return spec, stacked
