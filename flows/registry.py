@@ -6,10 +6,13 @@ from typing import Any
 
 HOUSEKEEPING = "housekeeping/housekeeping"
 TRAIN_CUSTOM_ROUTER = "train-custom-router/train-custom-router"
+OPTIMIZE_PROMPT = "optimize-prompt/optimize-prompt"
 
 
 def deployments() -> list[Any]:
     from flows.housekeeping import housekeeping
+    from api.settings import get_settings
+    from flows.optimize_prompt import optimize_prompt
     from flows.train_custom_router import train_custom_router
     from flows.train_default_router import train_default_router_flow
 
@@ -21,4 +24,7 @@ def deployments() -> list[Any]:
         train_default_router_flow.to_deployment(
             name="train-default-router",
             description="Retrain the shipped default router on the public RouteLLM data; publish=True replaces it"),
+        # Runs beyond the limit wait in Prefect (AwaitingConcurrencySlot, i.e. `queued`): the queue is Prefect's.
+        optimize_prompt.to_deployment(name="optimize-prompt", concurrency_limit=get_settings().optimize.concurrent_runs,
+                                      description="Optimize a prompt for each target model (DSPy GEPA) and score it"),
     ]

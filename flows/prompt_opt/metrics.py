@@ -52,8 +52,9 @@ def _norm(value: Any) -> Any:
 def json_match(expected: str, response: str) -> Verdict:
     try:
         gold = _parse_json(expected)
-    except ValueError:
-        gold = expected
+    except ValueError:  # a plain-text expected answer: compare the texts
+        ok = _norm(response) == _norm(expected)
+        return Verdict(float(ok), "Correct." if ok else f"Expected exactly: {expected}", {"parsed": ok, "fields": {}})
     try:
         got = _parse_json(response)
     except ValueError:

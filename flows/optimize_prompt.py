@@ -1,0 +1,170 @@
+"""`optimize-prompt`: per target model, evaluate the caller's prompt, optimize it with GEPA, evaluate the result;
+evaluate the origin model as the baseline. One flow run per optimization run.
+
+Each model is its own task (`optimize-target`, named after the model, with `pre-optimization-evaluation`,
+`optimize` and `post-optimization-evaluation` task runs inside it), so every target is a branch in the Prefect UI.
+Targets run concurrently, at most SWITCHBOARD_OPTIMIZE_PARALLEL_TARGETS at a time; each result (and its usage
+records) is stored as soon as that model ends. A target that fails (provider errors that outlive the retries, the
+cost ceiling) ends `failed` with null prompts while the others go on; the run is `completed` only when every target
+completed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from flows.storage_access import connect
+from storage.optimization_records import ORIGIN, ModelResult
+
+TASK_PRE, TASK_OPT, TASK_POST = "pre-optimization evaluation", "optimization", "post-optimization evaluation"
+
+
+def _context(run) -> Any:
+    from api.catalogue import load_catalogue
+    from api.settings import get_settings
+    from flows.prompt_opt.usage import Ledger
+    from flows.prompt_opt.work import RunContext, RunSpec
+
+    settings = get_settings().optimize
+    spec = RunSpec.from_json(run.request)
+    catalogue = load_catalogue()
+    names = {tuple(t) for t in spec.targets} | ({tuple(spec.origin)} if spec.origin else set())
+    names |= {tuple(settings.reflection_model.split("/", 1))}
+    judge = spec.config["llm_judge"] if spec.metric == "custom" else settings.judge_model
+    names |= {tuple(judge.split("/", 1))}
+    prices = {}
+    for provider, model in names:
+        entry = catalogue.get(provider, model)
+        prices[f"{provider}/{model}"] = (entry.input_price, entry.output_price) if entry else (0.0, 0.0)
+    ledger = Ledger(run.run_id, run.user_id, run.organization_id, settings.max_cost_usd)
+    return RunContext(spec, settings, ledger, prices)
+
+
+def _flush_usage(ctx, position: int) -> tuple[float, int]:
+    """Write this model's usage records to the llm_usage event log; return (cost, requests)."""
+    from api.settings import get_settings
+    from storage import events
+
+    rows = ctx.ledger.for_position(position)
+    events.append(get_settings().events_dir, "llm_usage", ctx.ledger.table(rows))
+    return sum(r["total_cost"] for r in rows), len(rows)
+
+
+@task(name="pre-optimization-evaluation", cache_policy=NO_CACHE)
+def pre_evaluation(ctx, provider: str, model: str, position: int) -> tuple[float, dict]:
+    from flows.prompt_opt.program import to_program
+    from flows.prompt_opt.work import evaluate
+
+    program = to_program(ctx.spec.system_prompt, ctx.spec.template, ctx.spec.fields)
+    return evaluate(ctx, program, provider, model, ctx.spec.test, TASK_PRE, position)
+
+
+@task(name="optimize", cache_policy=NO_CACHE)
+def optimize_step(ctx, provider: str, model: str, position: int):
+    from flows.prompt_opt.work import optimize
+
+    return optimize(ctx, provider, model, position)
+
+
+@task(name="post-optimization-evaluation", cache_policy=NO_CACHE)
+def post_evaluation(ctx, program, provider: str, model: str, position: int) -> tuple[float, dict]:
+    from flows.prompt_opt.work import evaluate
+
+    return evaluate(ctx, program, provider, model, ctx.spec.test, TASK_POST, position)
+
+
+@task(name="optimize-target", task_run_name="optimize-target {provider}/{model}", cache_policy=NO_CACHE)
+def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, gate: Any) -> str:
+    from flows.prompt_opt.program import to_prompt
+
+    store, log = connect(), get_run_logger()
+    with gate:
+        store.record_model_result(run_id, ModelResult(position, provider, model, "processing"))
+        pre_score = pre_evals = None
+        try:
+            pre_score, pre_evals = pre_evaluation(ctx, provider, model, position)
+            store.record_model_result(run_id, ModelResult(position, provider, model, "processing", pre_score,
+                                                          json.dumps(pre_evals)))
+            program = optimize_step(ctx, provider, model, position)
+            post_score, post_evals = post_evaluation(ctx, program, provider, model, position)
+            system_prompt, template, _ = to_prompt(program)
+        except Exception as exc:  # this target fails; the others go on
+            log.warning("target %s/%s failed: %s", provider, model, exc)
+            cost, calls = _flush_usage(ctx, position)
+            reason = ctx.ledger.reason() if ctx.ledger.exceeded else f"{type(exc).__name__}: {exc}"[:2000]
+            store.record_model_result(run_id, ModelResult(
+                position, provider, model, "failed", pre_score, json.dumps(pre_evals) if pre_evals else None,
+                cost=cost, num_requests=calls, error=reason))
+            return "failed"
+        cost, calls = _flush_usage(ctx, position)
+        store.record_model_result(run_id, ModelResult(
+            position, provider, model, "completed", pre_score, json.dumps(pre_evals), post_score,
+            json.dumps(post_evals), system_prompt, template, cost, calls))
+        log.info("target %s/%s: %.3f -> %.3f ($%.6f, %d calls)", provider, model, pre_score, post_score, cost, calls)
+        return "completed"
+
+
+@task(name="origin-evaluation", task_run_name="origin-evaluation {provider}/{model}", cache_policy=NO_CACHE)
+def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str:
+    from flows.prompt_opt.program import to_program
+    from flows.prompt_opt.work import evaluate
+
+    store = connect()
+    spec = ctx.spec
+    if spec.origin_score is not None:  # the caller gave the baseline: nothing to evaluate
+        store.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "completed", spec.origin_score,
+                                                      None, cost=0.0, num_requests=0))
+        return "completed"
+    store.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "processing"))
+    try:
+        program = to_program(spec.system_prompt, spec.template, spec.fields)
+        score, evals = evaluate(ctx, program, provider, model, spec.test, TASK_PRE, ORIGIN)
+    except Exception as exc:
+        cost, calls = _flush_usage(ctx, ORIGIN)
+        reason = ctx.ledger.reason() if ctx.ledger.exceeded else f"{type(exc).__name__}: {exc}"[:2000]
+        store.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "failed", cost=cost,
+                                                      num_requests=calls, error=reason))
+        return "failed"
+    cost, calls = _flush_usage(ctx, ORIGIN)
+    store.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "completed", score, json.dumps(evals),
+                                                  cost=cost, num_requests=calls))
+    return "completed"
+
+
+@flow(name="optimize-prompt", flow_run_name="optimize-prompt {run_id}")
+def optimize_prompt(run_id: str) -> dict[str, Any]:
+    import logging
+
+    logging.getLogger("dspy").setLevel(logging.WARNING)  # GEPA logs every candidate at INFO
+    store, log = connect(), get_run_logger()
+    run = store.optimization_run(run_id)
+    if run is None or not store.begin_optimization(run_id):
+        log.warning("run %s is unknown or no longer open; nothing to do", run_id)
+        return {"run_id": run_id, "status": run.status if run else "unknown"}
+    try:
+        ctx = _context(run)
+        gate = threading.BoundedSemaphore(ctx.settings.parallel_targets)
+        futures = []
+        if ctx.spec.origin:
+            futures.append(origin_evaluation.submit(ctx, run_id, *ctx.spec.origin))
+        for position, (provider, model) in enumerate(ctx.spec.targets):
+            futures.append(optimize_target.submit(ctx, run_id, provider, model, position, gate))
+        outcomes = [f.result() for f in futures]
+    except Exception as exc:
+        store.finish_optimization(run_id, "failed", f"the optimization flow failed: {type(exc).__name__}: {exc}")
+        raise
+    targets = outcomes[1:] if ctx.spec.origin else outcomes
+    status = "completed" if all(o == "completed" for o in targets) else "failed"
+    error = None
+    if status == "failed":
+        error = ctx.ledger.reason() if ctx.ledger.exceeded else (
+            f"{targets.count('failed')} of {len(targets)} target models failed; see their results")
+    store.finish_optimization(run_id, status, error)
+    log.info("run %s %s; total cost $%.6f over %d LLM calls", run_id, status, ctx.ledger.total,
+             len(ctx.ledger.records))
+    return {"run_id": run_id, "status": status, "total_cost": ctx.ledger.total, "calls": len(ctx.ledger.records)}

@@ -1,0 +1,129 @@
+"""The `optimize-prompt` flow under Prefect's test harness, against the fake OpenAI-compatible server: scores
+improve, prompts keep their placeholders, a failing target fails alone, the cost ceiling stops a run, and every LLM
+call is a usage record whose costs sum to each target's cost."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from api.settings import get_settings, reset_settings
+from storage.optimization_records import ORIGIN
+from storage.store import Store
+from tests.fakes.openai_server import OBEY_PHRASE, FakeOpenAI, capital_goldens, teach_goldens
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+TEMPLATE = "Answer the question.\nQuestion: {question}"
+
+
+@pytest.fixture
+def fake_llm(data_dir, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    fake = FakeOpenAI().start()
+    monkeypatch.setenv("SWITCHBOARD_LLM_API_BASE", fake.base_url)
+    monkeypatch.setenv("SWITCHBOARD_LLM_RETRIES", "1")
+    reset_settings()
+    yield fake
+    fake.stop()
+    reset_settings()
+
+
+def start_run(targets: list[tuple[str, str]], origin: tuple[str, str] | None = ("openai", "gpt-4o"),
+              fake: FakeOpenAI | None = None, as_json: bool = False, **extra) -> str:
+    """What POST /v2/prompt/optimize stores (validated the same way); the flow then opens the file itself."""
+    from api.catalogue import load_catalogue
+    from api.prompt_optimization.validation import validate
+    from api.schemas.prompt_optimization import OptimizeRequest
+    import json
+    import msgspec
+
+    train, test = capital_goldens(25, as_json=as_json), capital_goldens(8, start=25, as_json=as_json)
+    if fake is not None:
+        teach_goldens(fake, train + test)
+    request = msgspec.convert({
+        "system_prompt": "You are a geography assistant.", "template": TEMPLATE, "fields": ["question"],
+        "train_goldens": train, "test_goldens": test,
+        "target_models": [{"provider": p, "model": m} for p, m in targets],
+        "origin_model": {"provider": origin[0], "model": origin[1]} if origin else None, **extra}, OptimizeRequest)
+    store = Store(get_settings().db_path)
+    try:
+        user = store.issue_key("alice", tier="enterprise", prompt_optimization=True).user
+        valid = validate(request, user, load_catalogue())
+        run = store.start_optimization(user.user_id, user.organization_id, json.dumps(valid.spec),
+                                       valid.evaluation_metric, valid.evaluation_config, False,
+                                       valid.spec["origin"], valid.spec["targets"]).run
+        assert run is not None
+        store.mark_job_queued(run.run_id, "flow-run")
+    finally:
+        store.close()
+    return run.run_id
+
+
+def stored(run_id: str):
+    from api.prompt_optimization.usage_log import run_usage
+
+    store = Store(get_settings().db_path)
+    try:
+        return store.optimization_run(run_id), run_usage(get_settings().events_dir, run_id)
+    finally:
+        store.close()
+
+
+def test_optimization_improves_scores_and_costs_add_up(fake_llm):
+    from flows.optimize_prompt import optimize_prompt
+
+    run_id = start_run([("openai", "gpt-4o-mini"), ("anthropic", "claude-haiku-4-5")], fake=fake_llm)
+    summary = optimize_prompt(run_id)
+    assert summary["status"] == "completed"
+    run, usage = stored(run_id)
+    assert run.status == "completed" and run.error is None
+    origin, *targets = run.results
+    assert origin.position == ORIGIN and origin.result_status == "completed" and 0 < origin.pre_score < 1
+    for t in targets:
+        assert t.result_status == "completed"
+        assert t.pre_score < 0.8 and t.post_score == 1.0, (t.model, t.pre_score, t.post_score)
+        assert OBEY_PHRASE in t.system_prompt.lower() and t.system_prompt.startswith("You are a geography assistant.")
+        assert t.user_message_template == TEMPLATE  # the caller's placeholders, unchanged
+        mine = [r for r in usage if r["position"] == t.position]
+        assert t.cost == pytest.approx(sum(r["total_cost"] for r in mine)) and t.cost > 0
+        assert t.num_requests == len(mine)
+        assert {r["task_type"] for r in mine} == {"pre-optimization evaluation", "optimization",
+                                                   "post-optimization evaluation"}
+    # Every call the fake answered is one usage record, billed at catalogue prices.
+    assert len(usage) == len(fake_llm.calls) == summary["calls"]
+    assert Counter(r["model"] for r in usage)["gpt-4o"] >= 8 + 2  # origin answers + a reflection per target
+    mini = next(r for r in usage if r["model"] == "gpt-4o-mini" and r["task_type"] == "optimization")
+    assert mini["input_cost"] == pytest.approx(mini["input_tokens"] * 0.15 / 1e6)
+    assert sum(r["total_cost"] for r in usage) == pytest.approx(summary["total_cost"])
+
+
+def test_a_failing_target_fails_alone_and_flaky_ones_are_retried(fake_llm):
+    from flows.optimize_prompt import optimize_prompt
+
+    fake_llm.failing.add("claude-haiku-4-5")
+    fake_llm.flaky["gpt-4o-mini"] = 1  # one transient 503: LiteLLM retries it
+    run_id = start_run([("openai", "gpt-4o-mini"), ("anthropic", "claude-haiku-4-5")], origin=None, fake=fake_llm,
+                       evaluation_metric="JSON_Match", as_json=True)
+    assert optimize_prompt(run_id)["status"] == "failed"
+    run, _ = stored(run_id)
+    ok, bad = run.results
+    assert ok.result_status == "completed" and ok.post_score == 1.0
+    assert bad.result_status == "failed" and bad.system_prompt is None and bad.user_message_template is None
+    assert "claude-haiku-4-5" in bad.error or "500" in bad.error
+    assert run.status == "failed" and "1 of 2 target models failed" in run.error
+
+
+def test_the_cost_ceiling_stops_the_run(fake_llm, monkeypatch):
+    from flows.optimize_prompt import optimize_prompt
+
+    monkeypatch.setenv("SWITCHBOARD_OPTIMIZE_MAX_COST_USD", "0.0005")
+    reset_settings()
+    run_id = start_run([("openai", "gpt-4o-mini")], origin=None, fake=fake_llm)
+    assert optimize_prompt(run_id)["status"] == "failed"
+    run, usage = stored(run_id)
+    assert run.status == "failed" and "ceiling of $0.0005" in run.error
+    [target] = run.results
+    assert target.result_status == "failed" and "ceiling" in target.error and target.system_prompt is None
+    spent = sum(r["total_cost"] for r in usage)
+    assert spent == pytest.approx(target.cost) and spent < 0.0005 + 0.0002  # stopped within one call's cost
