@@ -71,8 +71,22 @@ def start_service(data_dir: Path, api_port: int, prefect_port: int, timeout: flo
 
 
 @pytest.fixture(scope="session")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    svc = start_service(tmp_path_factory.mktemp("serve") / "data", free_port(), free_port())
+def fake_llm_server() -> Iterator["FakeOpenAI"]:
+    """The in-process OpenAI-compatible server every provider of the served service points at (no network)."""
+    from tests.fakes.openai_server import FakeOpenAI
+
+    fake = FakeOpenAI().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory: pytest.TempPathFactory, fake_llm_server) -> Iterator[Service]:
+    os.environ["SWITCHBOARD_LLM_API_BASE"] = fake_llm_server.base_url  # inherited by serve and its flow runs
+    try:
+        svc = start_service(tmp_path_factory.mktemp("serve") / "data", free_port(), free_port())
+    finally:
+        os.environ.pop("SWITCHBOARD_LLM_API_BASE", None)
     try:
         yield svc
     finally:
