@@ -81,9 +81,17 @@ class PromptOptimizationService:
         spec = json.loads(run.request)
         requests = Counter(f"{r['provider']}/{r['model']}" for r in usage)
         origin, targets = None, []
+        if spec.get("origin") is None and spec.get("origin_score") is not None:  # a baseline score without a model
+            origin = OriginResult(model_name=None, score=spec["origin_score"], evals=None, cost=0.0,
+                                  system_prompt=spec["system_prompt"], user_message_template=spec["template"],
+                                  result_status="completed")
+        run_closed = run.status in ("completed", "failed", "cancelled")
         for r in run.results:
             name = f"{r.provider}/{r.model}"
             done = r.result_status == "completed"
+            if run_closed and r.result_status in ("created", "queued", "processing"):
+                # The run was closed from outside the flow (housekeeping saw its flow run crash): nothing is running.
+                r = msgspec.structs.replace(r, result_status="failed", error=r.error or run.error)
             if r.position == ORIGIN:
                 origin = OriginResult(model_name=name, score=r.pre_score, evals=_json(r.pre_evals), cost=r.cost,
                                       system_prompt=spec["system_prompt"], user_message_template=spec["template"],

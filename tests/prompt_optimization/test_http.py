@@ -216,3 +216,15 @@ def test_restart_fails_open_runs(client, optimizer_headers, data_dir):
         assert results["target_models"][0]["result_status"] == "failed"
         again.app.state.services.prompt_optimization.launcher = FakeLauncher()
         assert again.post(OPTIMIZE, headers=h, json=body()).status_code == 200
+
+
+def test_baseline_score_without_origin_and_runs_closed_by_housekeeping(client, optimizer_headers):
+    h = optimizer_headers()
+    run_id = client.post(OPTIMIZE, headers=h, json=body(origin_model_evaluation_score=0.42)).json()[
+        "optimization_run_id"]
+    results = client.get(f"/v2/prompt/optimizeResults/{run_id}", headers=h).json()
+    assert results["origin_model"]["score"] == 0.42 and results["origin_model"]["model_name"] is None
+    # Housekeeping closes a job whose flow run crashed; its targets must not read as still running.
+    client.app.state.services.store.update_job(run_id, status="failed", error="flow run crashed", only_if_open=True)
+    [target] = client.get(f"/v2/prompt/optimizeResults/{run_id}", headers=h).json()["target_models"]
+    assert target["result_status"] == "failed" and target["error"] == "flow run crashed"
