@@ -9,6 +9,9 @@ Model: P(model m answers query q well) = sigmoid(a(q) * (c_m - d(q))), where
 Two models answer every training query, so (a, d) are identified per query up to noise; the L2 penalty shares
 strength across similar queries. Outcomes may be soft (0..1), so judge scores can be used as targets.
 
+`parametrisation="av"` fits v = a * d as the linear head instead of d (convex in v); measured on the held-out rows
+it traded MMLU for MT-Bench without a net gain, so the shipped router uses the direct "ad" form.
+
 The optimiser is scipy's L-BFGS on the exact gradient: deterministic for a given input, so a retrain reproduces the
 artefact to floating-point precision.
 """
@@ -23,6 +26,7 @@ from scipy import optimize, sparse
 
 @dataclass(frozen=True)
 class IrtHeads:
+    parametrisation: str  # "av": first head is v = a * d (offset); "ad": first head is d itself
     w_difficulty: np.ndarray  # (n_features,)
     b_difficulty: float
     w_discrimination: np.ndarray  # (n_features,) pre-softplus
@@ -47,6 +51,7 @@ def fit_irt(
     l2: float | np.ndarray = 1e-3,
     max_iter: int = 1000,
     weights: np.ndarray | None = None,
+    parametrisation: str = "ad",
 ) -> IrtHeads:
     """Fit the difficulty and discrimination heads.
 
@@ -71,17 +76,26 @@ def fit_irt(
 
     def loss_grad(theta):
         wd, bd, wa, ba = unpack(theta)
-        d = X @ wd + bd
         za = X @ wa + ba
         a = softplus(za)
-        diff = c[None, :] - d[:, None]  # (n, k)
-        logits = a[:, None] * diff
+        if parametrisation == "av":
+            # logit = a * c - v with v = a * d linear: convex in v, far better conditioned than a * (c - d)
+            v = X @ wd + bd
+            logits = a[:, None] * c[None, :] - v[:, None]
+            diff = np.broadcast_to(c[None, :], logits.shape)
+        else:
+            d = X @ wd + bd
+            diff = c[None, :] - d[:, None]  # (n, k)
+            logits = a[:, None] * diff
         # BCE with logits, numerically stable
         nll = np.logaddexp(0.0, logits) - Y * logits
         wm = Mask * w_row[:, None]
         loss = float((wm * nll).sum() / norm)
         g_logit = wm * (_sigmoid(logits) - Y) / norm  # dL/dlogit
-        g_d = -(g_logit * a[:, None]).sum(axis=1)
+        if parametrisation == "av":
+            g_d = -g_logit.sum(axis=1)
+        else:
+            g_d = -(g_logit * a[:, None]).sum(axis=1)
         g_a = (g_logit * diff).sum(axis=1)
         g_za = g_a * _sigmoid(za)
         grad = np.empty_like(theta)
@@ -94,11 +108,12 @@ def fit_irt(
 
     theta0 = np.zeros(2 * p + 2)
     # Start at the average difficulty between the models and a unit discrimination (softplus(0.55) ~ 1).
-    theta0[p] = float(np.mean(c))
+    theta0[p] = float(np.mean(c)) * (softplus(np.array(0.55)).item() if parametrisation == "av" else 1.0)
     theta0[2 * p + 1] = 0.55
-    res = optimize.minimize(loss_grad, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
+    res = optimize.minimize(loss_grad, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-7})
     wd, bd, wa, ba = unpack(res.x)
     return IrtHeads(
+        parametrisation=parametrisation,
         w_difficulty=np.asarray(wd, dtype=float),
         b_difficulty=float(bd),
         w_discrimination=np.asarray(wa, dtype=float),
@@ -110,6 +125,9 @@ def fit_irt(
 
 def predict_proba(X, heads: IrtHeads, capabilities: np.ndarray) -> np.ndarray:
     """(n, k) probability of a good answer for each query and model capability."""
-    d = X @ heads.w_difficulty + heads.b_difficulty
+    first = X @ heads.w_difficulty + heads.b_difficulty
     a = softplus(X @ heads.w_discrimination + heads.b_discrimination)
-    return _sigmoid(a[:, None] * (np.asarray(capabilities, float)[None, :] - d[:, None]))
+    c = np.asarray(capabilities, float)[None, :]
+    if heads.parametrisation == "av":
+        return _sigmoid(a[:, None] * c - first[:, None])
+    return _sigmoid(a[:, None] * (c - first[:, None]))
