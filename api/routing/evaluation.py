@@ -63,8 +63,8 @@ class RoutingMetrics:
 
 
 def pgr(score: float, weak: float, strong: float) -> float:
-    """Performance gap recovered by one operating point."""
-    return (score - weak) / (strong - weak)
+    """Performance gap recovered by one operating point (nan when the two models score the same)."""
+    return (score - weak) / (strong - weak) if strong != weak else float("nan")
 
 
 def _trapezoid(y: np.ndarray, x: np.ndarray) -> float:
@@ -76,6 +76,8 @@ def apgr(curve: Curve, weak: float, strong: float) -> float:
     auc = _trapezoid(curve.scores, curve.shares)
     span = float(curve.shares[-1] - curve.shares[0])
     weak_auc, strong_auc = weak * span, strong * span
+    if strong_auc == weak_auc:
+        return float("nan")  # no gap to recover (e.g. a tiny sample where both models score the same)
     return (auc - weak_auc) / (strong_auc - weak_auc)
 
 

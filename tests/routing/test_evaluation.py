@@ -75,3 +75,9 @@ def test_oracle_curve_binary_and_graded():
     assert list(curve.scores) == [0.5, 0.75, 1.0, 1.0, 1.0]
     graded = oracle_curve(np.array([9.0, 5.0]), np.array([7.0, 6.0]), points=3)
     assert list(graded.scores) == [6.5, 7.5, 7.5]
+
+
+def test_no_gap_gives_nan_not_an_error():
+    curve = Curve.of([0, 1], [0.5, 0.5])
+    assert math.isnan(apgr(curve, 0.5, 0.5))
+    assert math.isnan(pgr(0.5, 0.5, 0.5))
