@@ -30,7 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.custom_router_common import SHARED, csv_of, route, serve, training_metrics, upload, wait_ready  # noqa: E402
+from benchmarks.custom_router_common import (SHARED, csv_of, route, serve, training_metrics, upload,  # noqa: E402
+                                             wait_ready)
 
 # AlpacaEval model -> catalogue entry whose price it gets (input, output USD per million tokens).
 PRICED_AS = {

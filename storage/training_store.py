@@ -66,7 +66,8 @@ class RouterTrainingStore:
         """Record the flow run; move `created` to `queued` (a flow that already started keeps `processing`)."""
         with self._lock:
             self._conn.execute("UPDATE jobs SET flow_run_id = ?, updated_at = ?, status = CASE WHEN status ="
-                               " 'created' THEN 'queued' ELSE status END WHERE job_id = ?", [flow_run_id, _now(), job_id])
+                               " 'created' THEN 'queued' ELSE status END WHERE job_id = ?",
+                               [flow_run_id, _now(), job_id])
             job = self.get_job(job_id)
         if job is not None:
             self._notify(job.subject_id)

@@ -108,8 +108,9 @@ class CustomRouterRegistry:
                 f"{RETRY_AFTER_SECONDS} seconds", headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
                 details={"preference_id": pid, "job_status": job.status})
         if job is not None and job.status in ("failed", "cancelled"):
+            what = "failed" if job.status == "failed" else "was cancelled"
             raise BadRequest(
-                f"training the custom router of preference {pid!r} {'failed' if job.status == 'failed' else 'was cancelled'}"
+                f"training the custom router of preference {pid!r} {what}"
                 f": {job.error or 'no reason recorded'}. Upload the data again with POST /v2/pzn/trainCustomRouter",
                 code="ROUTER_TRAINING_FAILED", details={"preference_id": pid, "job_status": job.status,
                                                         "reason": job.error})
