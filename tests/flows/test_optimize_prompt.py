@@ -12,6 +12,7 @@ import pytest
 from api.settings import get_settings, reset_settings
 from storage.optimization_records import ORIGIN
 from storage.store import Store
+from tests.fakes.network import forbid_network
 from tests.fakes.openai_server import OBEY_PHRASE, FakeOpenAI, capital_goldens, teach_goldens
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -24,9 +25,11 @@ def fake_llm(data_dir, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
     monkeypatch.setenv("SWITCHBOARD_LLM_API_BASE", fake.base_url)
     monkeypatch.setenv("SWITCHBOARD_LLM_RETRIES", "1")
     reset_settings()
+    refused = forbid_network(monkeypatch)  # DSPy, LiteLLM and GEPA may only talk to the fake (and Prefect) here
     yield fake
     fake.stop()
     reset_settings()
+    assert refused == []
 
 
 def start_run(targets: list[tuple[str, str]], origin: tuple[str, str] | None = ("openai", "gpt-4o"),

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from api.settings import reset_settings
+from tests.fakes.network import forbid_network
 from tests.fakes.openai_server import FakeOpenAI, capital_goldens
 
 OPTIMIZE = "/v2/prompt/optimize"
@@ -39,9 +40,11 @@ def fake_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
     monkeypatch.setenv("SWITCHBOARD_LLM_API_BASE", fake.base_url)
     monkeypatch.setenv("SWITCHBOARD_LLM_RETRIES", "2")
     reset_settings()
+    refused = forbid_network(monkeypatch)
     yield fake
     fake.stop()
     reset_settings()
+    assert refused == []
 
 
 def body(n_train: int = 25, n_test: int = 5, **extra: Any) -> dict[str, Any]:

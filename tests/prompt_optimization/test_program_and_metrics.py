@@ -83,3 +83,14 @@ def test_the_ledger_refuses_calls_past_the_ceiling():
     assert ledger.exceeded  # $0.0011 spent: the next call is refused before it is sent
     with pytest.raises(CostCeilingExceeded, match="ceiling of \\$0.0010"):
         ledger.check()
+
+
+def test_the_network_guard_refuses_the_internet(monkeypatch):
+    import httpx
+
+    from tests.fakes.network import forbid_network
+
+    refused = forbid_network(monkeypatch)
+    with pytest.raises(httpx.ConnectError):
+        httpx.get("https://raw.githubusercontent.com/", timeout=2)
+    assert refused == ["raw.githubusercontent.com"]
