@@ -55,6 +55,15 @@ def _flush_usage(ctx, position: int) -> tuple[float, int]:
     return sum(r["total_cost"] for r in rows), len(rows)
 
 
+def _save_program(program, run_id: str, position: int) -> None:
+    """The optimized program as DSPy JSON state (never a pickle), for analysts and for re-loading it in DSPy."""
+    from api.settings import get_settings
+
+    folder = get_settings().artefacts_dir / "prompt_optimization" / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    program.save(str(folder / f"target-{position}.json"))
+
+
 @task(name="pre-optimization-evaluation", cache_policy=NO_CACHE)
 def pre_evaluation(ctx, provider: str, model: str, position: int) -> tuple[float, dict]:
     from flows.prompt_opt.program import to_program
@@ -93,6 +102,7 @@ def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, 
             program = optimize_step(ctx, provider, model, position)
             post_score, post_evals = post_evaluation(ctx, program, provider, model, position)
             system_prompt, template, _ = to_prompt(program)
+            _save_program(program, run_id, position)
         except Exception as exc:  # this target fails; the others go on
             log.warning("target %s/%s failed: %s", provider, model, exc)
             cost, calls = _flush_usage(ctx, position)

@@ -4,6 +4,7 @@ call is a usage record whose costs sum to each target's cost."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 
@@ -88,6 +89,8 @@ def test_optimization_improves_scores_and_costs_add_up(fake_llm):
         assert t.pre_score < 0.8 and t.post_score == 1.0, (t.model, t.pre_score, t.post_score)
         assert OBEY_PHRASE in t.system_prompt.lower() and t.system_prompt.startswith("You are a geography assistant.")
         assert t.user_message_template == TEMPLATE  # the caller's placeholders, unchanged
+        saved = get_settings().artefacts_dir / "prompt_optimization" / run_id / f"target-{t.position}.json"
+        assert json.loads(saved.read_text())["respond"]["signature"]["instructions"] == t.system_prompt
         mine = [r for r in usage if r["position"] == t.position]
         assert t.cost == pytest.approx(sum(r["total_cost"] for r in mine)) and t.cost > 0
         assert t.num_requests == len(mine)
