@@ -88,11 +88,13 @@ class CustomRouter:
         """Predicted quality (0..1) of every trained model for one query vector."""
         x = np.asarray(vector, dtype=np.float32).astype(np.float64)
         lin = sigmoid(np.append(x, 1.0) @ self.linear)
-        trees = self.trees.predict(x)
-        emb = x[: self.knn_embeddings.shape[1]].astype(np.float32)
-        knn = knn_scores((self.knn_embeddings @ emb)[None, :], self.knn_targets, self.knn_k,
-                         self.knn_temperature)[0]
-        mixed = self.blend[0] * lin + self.blend[1] * trees + self.blend[2] * knn
+        mixed = self.blend[0] * lin
+        if self.blend[1] > 0:
+            mixed = mixed + self.blend[1] * self.trees.predict(x)
+        if self.blend[2] > 0:  # the kNN scan (one pass over the training embeddings) only when the blend uses it
+            emb = x[: self.knn_embeddings.shape[1]].astype(np.float32)
+            mixed = mixed + self.blend[2] * knn_scores((self.knn_embeddings @ emb)[None, :], self.knn_targets,
+                                                       self.knn_k, self.knn_temperature)[0]
         return sigmoid(self.platt[:, 0] * logit(mixed) + self.platt[:, 1])
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate],
