@@ -38,7 +38,6 @@ from api.custom_router import calibration, training  # noqa: E402
 from api.custom_router.model import FORMAT  # noqa: E402
 from flows.storage_access import connect  # noqa: E402
 
-CFG = training.TrainConfig()
 
 
 class Superseded(Exception):
@@ -77,19 +76,21 @@ def embed_prompts(prompts: list[str], language: str, batch: int = 1000) -> np.nd
 
 
 @task(name="fit-linear-heads", cache_policy=NO_CACHE)
-def fit_linear(x: np.ndarray, y: np.ndarray, folds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return training.linear_oof(x, y, folds, CFG)
+def fit_linear(x: np.ndarray, y: np.ndarray, folds: np.ndarray,
+               cfg: training.TrainConfig) -> tuple[np.ndarray, np.ndarray]:
+    return training.linear_oof(x, y, folds, cfg)
 
 
 @task(name="fit-xgboost", cache_policy=NO_CACHE)
-def fit_xgboost(x: np.ndarray, y: np.ndarray, folds: np.ndarray, out_dir: str) -> np.ndarray:
+def fit_xgboost(x: np.ndarray, y: np.ndarray, folds: np.ndarray, out_dir: str,
+                cfg: training.TrainConfig) -> np.ndarray:
     logger = get_run_logger()
-    return training.xgb_oof(x, y, folds, CFG, Path(out_dir) / "xgb", log=logger.info)
+    return training.xgb_oof(x, y, folds, cfg, Path(out_dir) / "xgb", log=logger.info)
 
 
 @task(name="fit-knn", cache_policy=NO_CACHE)
-def fit_knn(emb: np.ndarray, y: np.ndarray, folds: np.ndarray) -> np.ndarray:
-    return training.knn_oof(emb, y, folds, CFG)
+def fit_knn(emb: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: training.TrainConfig) -> np.ndarray:
+    return training.knn_oof(emb, y, folds, cfg)
 
 
 @task(name="calibrate", cache_policy=NO_CACHE)
@@ -161,13 +162,14 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         from api.custom_router.encoders import encoder_for
 
         emb = x[:, :encoder_for(language).embedding_dim]
-        folds = training.fold_ids(prompts, CFG.folds)
+        cfg = training.config_for(len(prompts))
+        folds = training.fold_ids(prompts, cfg.folds)
         _check_open(store, job_id)
-        lin_oof, linear = fit_linear(x, y, folds)
+        lin_oof, linear = fit_linear(x, y, folds, cfg)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        xgb_oof = fit_xgboost(x, y, folds, str(staging))
-        knn = fit_knn(emb, y, folds)
+        xgb_oof = fit_xgboost(x, y, folds, str(staging), cfg)
+        knn = fit_knn(emb, y, folds, cfg)
         _check_open(store, job_id)
         cost = calibration.request_costs(np.array([len(p) for p in prompts]),
                                          np.array([m["input_price"] for m in models], float),
@@ -178,8 +180,8 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         report["scale"] = scale
         spec = {"format": FORMAT, "job_id": job_id, "preference_id": preference_id, "language": language,
                 "feature_version": _feature_version(language), "models": models, "schedule": schedule,
-                "stacker": stacker, "knn": {"k": CFG.knn_k, "temperature": CFG.knn_temperature},
-                "xgb": {"folds": CFG.folds, "rounds": CFG.xgb_rounds, "depth": CFG.xgb_depth, "eta": CFG.xgb_eta},
+                "stacker": stacker, "knn": {"k": cfg.knn_k, "temperature": cfg.knn_temperature},
+                "xgb": {"folds": cfg.folds, "rounds": cfg.xgb_rounds, "depth": cfg.xgb_depth, "eta": cfg.xgb_eta},
                 "score_scale": scale, "rows": len(prompts),
                 "trained_at": datetime.now(timezone.utc).isoformat(), "summary": report["summary"]}
         _check_open(store, job_id)

@@ -38,6 +38,14 @@ class TrainConfig:
     seed: int = 0
 
 
+SMALL_UPLOAD_ROWS = 3000  # up to this many rows, 5 folds (more data per fold model); above it, 3 (time budget)
+LINEAR_PREFERENCE = 0.01  # a blend must beat the linear head's agreement by this much to be chosen
+
+
+def config_for(rows: int) -> TrainConfig:
+    return TrainConfig(folds=5 if rows <= SMALL_UPLOAD_ROWS else 3)
+
+
 def normalise_scores(scores: np.ndarray, maximize: bool) -> tuple[np.ndarray, dict]:
     """(n, M) raw scores -> quality in 0..1, higher is better, and the scale used (kept in the artefact)."""
     y = np.asarray(scores, dtype=np.float64)
@@ -176,7 +184,12 @@ def fit_stacker(bases: list[np.ndarray], y: np.ndarray) -> tuple[dict, np.ndarra
     for blend in BLENDS:
         if len(blend) == len(bases):
             scores[blend] = pairwise_agreement(logit(sum(w * b for w, b in zip(blend, bases))), y)
+    # Occam: the linear head alone unless a blend is clearly better out of fold (on small uploads the choice between
+    # near-equal blends is noise, and measured held-out, the linear head was the safest single predictor).
+    linear_only = tuple(1.0 if k == 0 else 0.0 for k in range(len(bases)))
     best = max(scores, key=scores.get)
+    if linear_only in scores and scores[best] < scores[linear_only] + LINEAR_PREFERENCE:
+        best = linear_only
     z = logit(sum(w * b for w, b in zip(best, bases)))
     platt = np.zeros((y.shape[1], 2))
     stacked = np.zeros_like(y)

@@ -60,7 +60,9 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir):
     store.close()
     folder = Path(state.live.artefact_path)
     assert folder.name == params["job_id"] and (folder / "router.json").exists()
-    assert len(list((folder / "xgb").glob("*.json"))) == 2 * 3 and not list(folder.parent.glob(".*partial"))
+    spec = json.loads((folder / "router.json").read_text())
+    assert spec["xgb"]["folds"] == 5  # small uploads get 5 folds
+    assert len(list((folder / "xgb").glob("*.json"))) == 2 * 5 and not list(folder.parent.glob(".*partial"))
 
     h = {"Authorization": f"Bearer {key}"}
     pid = params["preference_id"]
