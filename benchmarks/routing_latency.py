@@ -73,7 +73,7 @@ def main() -> int:
         script = api.data_dir / "select.lua"
         script.write_text(LUA.replace("%s", providers, 1).replace("Bearer %s", f"Bearer {api.key}"))
         rss_start = tree_rss_mb(api.pid)
-        wrk = ["wrk", "-t2", "-c", str(args.connections), "-s", str(script)]
+        wrk = ["wrk", "-t1", "-c", str(args.connections), "-s", str(script)]
         subprocess.run([*wrk, "-d", "3s", url], capture_output=True, check=True)  # warm-up
         out = subprocess.run([*wrk, "-d", f"{args.duration}s", "--latency", url],
                              capture_output=True, text=True, check=True).stdout

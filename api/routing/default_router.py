@@ -67,6 +67,7 @@ class DefaultRouter:
         self.schedule: tuple[float, ...] = tuple(float(x) for x in spec["schedule"]) + (float("inf"),)
         self.prior = prior
         self.spec = spec
+        self._capability_cache: dict[tuple, float] = {}
 
     def heads(self, features: QueryFeatures) -> tuple[float, float]:
         """(difficulty, discrimination) of the query."""
@@ -79,10 +80,17 @@ class DefaultRouter:
         return float(d), float(np.logaddexp(0.0, z))
 
     def capabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
-        return np.array(
-            [self.prior.lookup(c.provider, c.model, c.output_price, c.context_length)[0] for c in candidates],
-            dtype=float,
-        )
+        return np.array([self._capability(c) for c in candidates], dtype=float)
+
+    def _capability(self, c: Candidate) -> float:
+        # The prior lookup normalises ids with regexes; memoise it per model and price (a hot-path cost otherwise).
+        key = (c.provider, c.model, c.output_price, c.context_length)
+        value = self._capability_cache.get(key)
+        if value is None:
+            if len(self._capability_cache) > 50_000:  # custom models are caller-defined: keep memory bounded
+                self._capability_cache.clear()
+            value = self._capability_cache[key] = self.prior.lookup(*key)[0]
+        return value
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
         d, a = self.heads(features)
