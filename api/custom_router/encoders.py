@@ -6,7 +6,8 @@
   the same hand features. Its WordPiece-free tokenizer covers non-Latin scripts the English vocabulary maps to
   [UNK]. Cost, measured on this 2-core machine: about 36 ms per query idle (~100 ms while other work runs), and
   ~17 ms per prompt in batches of 32 at training time. Serving caches vectors by prompt hash (LRU, 4,096 entries)
-  so repeated prompts pay once. That is why `english` is the default path.
+  so repeated prompts pay once. modelSelect runs on the event loop, so an uncached multilingual query holds the
+  API for that long: that is why `english` is the default path.
 
 An artefact records its encoder's `version`; loading refuses a mismatch (house rule 4).
 """
@@ -65,9 +66,12 @@ class MultilingualEncoder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._model_lock = threading.Lock()
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.model.query(texts), dtype=np.float32).reshape(len(texts), self.embedding_dim)
+        with self._model_lock:  # one native model instance: never call it from two threads at once
+            out = self.model.query(texts)
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.embedding_dim)
 
     def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray:
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
