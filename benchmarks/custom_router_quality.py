@@ -63,7 +63,7 @@ def run(name: str, svc, client: httpx.Client, language: str) -> dict:
                   [list(responses.get(items.prompts[i], ("", ""))) for i in train_idx])
     started = time.perf_counter()
     pid, _ = upload(svc, data, PAIR, language=language)
-    wait_ready(client, svc, pid, PAIR)
+    wait_ready(client, svc, pid, PAIR, timeout=3600 if language == "multilingual" else 900)
     trained_s = time.perf_counter() - started
 
     started = time.perf_counter()
