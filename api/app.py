@@ -52,7 +52,15 @@ def build_services(settings: Settings, store: "Store") -> Services:
     prompt_optimization = prompt_optimization_service(settings, store, catalogue)
     return Services(settings=settings, store=store, rpc_token=owner.new_token(), selection=selection,
                     feedback=feedback, sessions=sessions, auth_cache=AuthCache(settings.auth_cache_seconds),
-                    custom_routers=registry, router_training=training, prompt_optimization=prompt_optimization)
+                    custom_routers=registry, router_training=training, prompt_optimization=prompt_optimization,
+                    rate_limiter=rate_limiter(settings))
+
+
+def rate_limiter(settings: Settings):
+    from api.rate_limit import JOBS, SELECT, Limit, RateLimiter
+
+    return RateLimiter({SELECT: Limit(settings.select_rate_limit_per_minute, settings.select_rate_limit_burst),
+                        JOBS: Limit(settings.rate_limit_per_minute, settings.rate_limit_burst)})
 
 
 def prompt_optimization_service(settings: Settings, store: "Store", catalogue):

@@ -37,4 +37,6 @@ async def current_user(request: Request, services: NamedDependency[Services]) ->
         services.auth_cache.put(key_hash, user)
     if user is None:
         raise Unauthorized("invalid or revoked API key")
+    if services.rate_limiter is not None:  # after authentication: unknown keys cannot fill the bucket table
+        services.rate_limiter.check(key_hash, services.rate_limiter.class_of(request.route_handler.operation_id))
     return user

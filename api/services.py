@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from api.auth_cache import AuthCache
+from api.rate_limit import RateLimiter
 from api.selection.feedback import FeedbackService
 from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
@@ -27,3 +28,4 @@ class Services:
     custom_routers: CustomRouterRegistry | None = None
     router_training: RouterTrainingService | None = None
     prompt_optimization: PromptOptimizationService | None = None
+    rate_limiter: RateLimiter | None = None  # None: no limits (tests that build Services by hand)

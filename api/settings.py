@@ -43,6 +43,11 @@ class Settings:
     today_override: str | None
     # Prompt optimization (see README "Prompt optimization"); defaults keep tests and old callers working.
     optimize: "OptimizeSettings | None" = None
+    # Per-key rate limits (README "Security and limits"); per_minute 0 = off. Per API worker process.
+    rate_limit_per_minute: int = 600
+    rate_limit_burst: int = 60
+    select_rate_limit_per_minute: int = 60_000
+    select_rate_limit_burst: int = 2_000
 
     @property
     def db_path(self) -> Path:
@@ -136,6 +141,10 @@ def get_settings() -> Settings:
         session_flush_seconds=_float("SWITCHBOARD_SESSION_FLUSH_SECONDS", 1.0),
         today_override=os.environ.get("SWITCHBOARD_TODAY") or None,
         optimize=_optimize_settings(),
+        rate_limit_per_minute=max(0, _int("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600)),
+        rate_limit_burst=max(1, _int("SWITCHBOARD_RATE_LIMIT_BURST", 60)),
+        select_rate_limit_per_minute=max(0, _int("SWITCHBOARD_SELECT_RATE_LIMIT_PER_MINUTE", 60_000)),
+        select_rate_limit_burst=max(1, _int("SWITCHBOARD_SELECT_RATE_LIMIT_BURST", 2_000)),
     )
 
 
