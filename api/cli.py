@@ -50,6 +50,16 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from storage.report import write_report
+
+    out = write_report(Path(args.out), Path(args.data_dir) if args.data_dir else None)
+    print(f"report written to {out.resolve()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="switchboard", description="LLM routing and prompt optimization service")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -72,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key by key id, prefix or the key itself")
     revoke.add_argument("key")
     revoke.set_defaults(func=cmd_keys_revoke)
+
+    report = sub.add_parser("report", help="write a self-contained HTML summary of usage and routing (safe while "
+                                           "the service runs)")
+    report.add_argument("--out", default="switchboard-report.html", help="output file (default %(default)s)")
+    report.add_argument("--data-dir", help="data dir to read (default SWITCHBOARD_DATA_DIR)")
+    report.set_defaults(func=cmd_report)
     return parser
 
 

@@ -20,6 +20,7 @@ from storage import migrate
 from storage.records import (JOB_STATUSES, OPEN_JOB_STATUSES, ApiKeyInfo, IssuedKey, Job, Preference,
                              PreferenceChanges, User)
 from storage.base import DatabaseLocked, StoreError, _now, exposed  # noqa: F401 (re-exported)
+from storage.analytics_snapshot import AnalyticsSnapshotStore
 from storage.optimization_store import OptimizationStore
 from storage.training_store import RouterTrainingStore
 
@@ -29,7 +30,7 @@ _PREF_COLS = ("preference_id, user_id, name, tradeoff, cost_quality_tradeoff, ma
               " EXISTS (SELECT 1 FROM custom_routers r WHERE r.preference_id = p.preference_id) AS has_custom_router")
 
 
-class Store(RouterTrainingStore, OptimizationStore):
+class Store(RouterTrainingStore, OptimizationStore, AnalyticsSnapshotStore):
     """Thread-safe facade over one DuckDB connection (statements are tiny; a lock keeps it simple)."""
 
     def __init__(self, db_path: Path) -> None:

@@ -1,0 +1,144 @@
+"""Read-only SQL over everything the service stores, for notebooks and `switchboard report`, while it runs.
+
+`connect()` returns an in-memory DuckDB connection with the views of storage/analytics_views.sql over:
+- the Parquet event logs (sessions, feedback, llm_usage), read in place: every query sees each part file flushed
+  so far (writers publish whole files by rename, so a reader never sees half a file);
+- the catalogue tables (jobs, preferences, routers, trainings, optimization runs), copied into memory at connect
+  time, as `store.<table>`. While the service runs they come from a Parquet snapshot the owning process writes on
+  request (RPC `export_analytics_snapshot`), because DuckDB refuses even a read-only open of a file another process
+  holds for writing; when nothing runs, from the file itself, attached read-only and detached at once.
+Either way the connection holds no lock on switchboard.duckdb, so a notebook left open never stops the service from
+starting. Reconnect to see newer catalogue rows, or an event log that was still empty when connecting.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import replace
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from storage import events, migrate
+from storage.analytics_snapshot import CATALOGUE_TABLES, sql_literal
+from storage.base import StoreError
+
+EVENT_TABLES = ("sessions", "feedback", "llm_usage")
+LOCK_RETRIES = 10
+
+
+class AnalyticsUnavailable(StoreError):
+    """The catalogue could not be read (e.g. a process holds the file without serving the owner RPC)."""
+
+
+def view_statements() -> list[str]:
+    text = resources.files("storage").joinpath("analytics_views.sql").read_text(encoding="utf-8")
+    return [s.strip() for s in text.split("\n;\n") if s.strip()]
+
+
+def view_names() -> list[str]:
+    return [s.split("CREATE VIEW ", 1)[1].split()[0] for s in view_statements()]
+
+
+def connect(data_dir: Path | str | None = None) -> duckdb.DuckDBPyConnection:
+    """The analysts' connection for a data dir (default: the configured SWITCHBOARD_DATA_DIR)."""
+    from api.settings import get_settings
+
+    settings = get_settings()
+    if data_dir is not None:
+        settings = replace(settings, data_dir=Path(data_dir))
+    conn = duckdb.connect()
+    try:
+        _load_catalogue(conn, settings.db_path, settings.run_dir)
+        for table in EVENT_TABLES:
+            _event_view(conn, settings.events_dir, table)
+        for statement in view_statements():
+            conn.execute(statement)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _load_catalogue(conn: duckdb.DuckDBPyConnection, db_path: Path, run_dir: Path) -> None:
+    """Create store.<table> with the migrations' exact schema, then fill it from the owner or the file."""
+    conn.execute("ATTACH ':memory:' AS store")
+    conn.execute("USE store")
+    migrate.apply(conn)
+    conn.execute("USE memory")
+    from storage.owner import live_owner
+
+    info = live_owner(run_dir)
+    if info is not None:
+        _copy_from_owner(conn, info.url, info.token)
+    elif db_path.exists():
+        _copy_from_file(conn, db_path)
+
+
+def _copy_from_owner(conn: duckdb.DuckDBPyConnection, url: str, token: str) -> None:
+    from storage.rpc import RemoteStore
+
+    remote = RemoteStore(url, token)
+    try:
+        folder = Path(remote.export_analytics_snapshot())
+    finally:
+        remote.close()
+    try:
+        for table in CATALOGUE_TABLES:
+            conn.execute(f"INSERT INTO store.{table} BY NAME SELECT * FROM read_parquet("
+                         f"{sql_literal(folder / f'{table}.parquet')})")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _copy_from_file(conn: duckdb.DuckDBPyConnection, db_path: Path) -> None:
+    # A flow run or CLI command may hold the file for a moment when no owner serves; wait a little for it.
+    for attempt in range(LOCK_RETRIES):
+        try:
+            conn.execute(f"ATTACH {sql_literal(db_path)} AS live (READ_ONLY)")
+            break
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if attempt == LOCK_RETRIES - 1:
+                raise AnalyticsUnavailable(
+                    f"{db_path} is held for writing by a process that serves no owner RPC (run/owner.json); "
+                    "stop it, or start the service so the owner can hand out snapshots") from exc
+            time.sleep(0.5)
+    try:
+        present = {r[0] for r in conn.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'live'").fetchall()}
+        for table in CATALOGUE_TABLES:
+            if table in present:  # an older file may predate a table; its copy stays empty
+                conn.execute(f"INSERT INTO store.{table} BY NAME SELECT * FROM live.{table}")
+    finally:
+        conn.execute("DETACH live")
+
+
+def _event_view(conn: duckdb.DuckDBPyConnection, events_dir: Path, table: str) -> None:
+    name = f"events_{table}"
+    if events.parts(events_dir, table):
+        pattern = sql_literal(Path(events.glob(events_dir, table)))
+        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({pattern}, hive_partitioning = true,"
+                     " union_by_name = true)")
+        return
+    # Nothing logged yet: an empty table with the writer's schema, so every view still binds.
+    empty = _event_schema(table).empty_table()
+    conn.register("_empty_events", empty)
+    try:
+        conn.execute(f"CREATE TABLE {name} AS SELECT *, NULL::DATE AS day FROM _empty_events")
+    finally:
+        conn.unregister("_empty_events")
+
+
+def _event_schema(table: str):
+    # The writers own their schemas; importing them here keeps one definition of each.
+    if table == "llm_usage":
+        from flows.prompt_opt.usage import USAGE_SCHEMA
+
+        return USAGE_SCHEMA
+    from api.selection.sessions import FEEDBACK_SCHEMA, SESSION_SCHEMA
+
+    return {"sessions": SESSION_SCHEMA, "feedback": FEEDBACK_SCHEMA}[table]

@@ -1,0 +1,74 @@
+"""The owner's half of analytics: copy the catalogue tables to Parquet for a reader in another process.
+
+DuckDB refuses even a read-only open of a file that another process holds for writing, so while the service runs
+a notebook (storage/analytics.py) asks the owner, over the RPC, for a snapshot. A mixin of storage.store.Store.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from storage.base import exposed
+
+if TYPE_CHECKING:
+    import threading
+
+    import duckdb
+
+# What analysts may read of the system of record: everything except the API key hashes.
+CATALOGUE_TABLES = ("users", "preferences", "jobs", "custom_routers", "router_trainings", "router_training_metrics",
+                    "optimization_runs", "optimization_results")
+SNAPSHOT_MAX_AGE_S = 3600  # a reader removes its snapshot once loaded; older ones belong to readers that died
+
+
+def snapshots_dir(data_dir: Path) -> Path:
+    return data_dir / "run" / "analytics"
+
+
+def sql_literal(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+class AnalyticsSnapshotStore:
+    _conn: "duckdb.DuckDBPyConnection"
+    _lock: "threading.RLock"
+
+    @exposed
+    def export_analytics_snapshot(self) -> str:
+        """Write the catalogue tables as Parquet files into a new folder (appearing complete or not at all) and
+        return its path. One transaction, so the tables agree with each other."""
+        with self._lock:
+            db_file = self._conn.execute(
+                "SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+            root = snapshots_dir(Path(db_file).parent)
+            _prune(root)
+            final = root / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}"
+            partial = root / f".{final.name}.partial"
+            partial.mkdir(parents=True)
+            try:
+                self._conn.execute("BEGIN TRANSACTION")
+                try:
+                    for table in CATALOGUE_TABLES:
+                        target = sql_literal(partial / f"{table}.parquet")
+                        self._conn.execute(f"COPY {table} TO {target} (FORMAT parquet)")
+                finally:
+                    self._conn.execute("COMMIT")  # read-only: nothing to roll back
+                os.replace(partial, final)
+            except BaseException:
+                shutil.rmtree(partial, ignore_errors=True)
+                raise
+        return str(final)
+
+
+def _prune(root: Path) -> None:
+    if not root.exists():
+        return
+    cutoff = time.time() - SNAPSHOT_MAX_AGE_S
+    for folder in root.iterdir():
+        if folder.stat().st_mtime < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,130 @@
+-- Read-side views for analysts (storage/analytics.py creates them; README "For analysts" lists the columns).
+-- Inputs: events_sessions, events_feedback, events_llm_usage (the Parquet event logs, read in place, with the hive
+-- `day` column) and store.* (an in-memory copy of the DuckDB catalogue tables, taken when connecting).
+-- Statements are separated by a line holding only ';'.
+
+-- One row per modelSelect call: what was asked, what was eligible, what was chosen and why.
+CREATE VIEW routing_decisions AS
+SELECT session_id, created_at, day, user_id, organization_id, preference_id,
+       router, CASE WHEN router LIKE 'custom%' THEN 'custom' ELSE 'default' END AS router_kind,
+       personalised, tradeoff, cost_quality_tradeoff, max_model_depth, prompt_tokens, tools_count, hashed,
+       chosen, len(candidates) AS n_candidates, len(eligible) AS n_eligible, candidates, eligible,
+       predicted_quality[list_position(eligible, chosen)] AS chosen_predicted_quality,
+       estimated_cost_usd[list_position(eligible, chosen)] AS chosen_estimated_cost_usd,
+       list_max(predicted_quality) AS best_predicted_quality,
+       list_min(estimated_cost_usd) AS cheapest_estimated_cost_usd,
+       featurize_us, decide_us
+FROM events_sessions
+;
+-- One row per eligible candidate of each decision: chosen vs the others.
+CREATE VIEW routing_candidates AS
+SELECT *, model = chosen AS is_chosen
+FROM (SELECT session_id, created_at, day, preference_id, router_kind, tradeoff, cost_quality_tradeoff, chosen,
+             unnest(eligible) AS model,
+             unnest(predicted_quality) AS predicted_quality,
+             unnest(estimated_cost_usd) AS estimated_cost_usd
+      FROM (SELECT d.*, s.predicted_quality, s.estimated_cost_usd
+            FROM routing_decisions d JOIN events_sessions s USING (session_id)))
+;
+-- Decisions per day, preference, router, trade-off and chosen model.
+CREATE VIEW routing_daily AS
+SELECT day, preference_id, router_kind, tradeoff, cost_quality_tradeoff, chosen,
+       count(*) AS decisions,
+       avg(chosen_predicted_quality) AS mean_predicted_quality,
+       sum(chosen_estimated_cost_usd) AS estimated_cost_usd,
+       avg(n_eligible) AS mean_eligible
+FROM routing_decisions
+GROUP BY ALL
+;
+-- One row per feedback report, with the decision it judges (the query embedding is left out).
+CREATE VIEW feedback AS
+SELECT f.feedback_id, f.created_at, f.day, f.session_id, f.user_id, f.organization_id, f.preference_id,
+       f.model, f.accuracy, f.predicted_quality, d.router_kind, d.tradeoff, d.cost_quality_tradeoff,
+       f.created_at - d.created_at AS after_decision
+FROM events_feedback f LEFT JOIN routing_decisions d ON d.session_id = f.session_id
+;
+CREATE VIEW feedback_daily AS
+SELECT day, preference_id, model, count(*) AS reports, avg(accuracy) AS accuracy_rate,
+       avg(predicted_quality) AS mean_predicted_quality
+FROM feedback
+GROUP BY ALL
+;
+-- One row per LLM call the service paid for (prompt optimization today), with its run's kind.
+CREATE VIEW llm_usage AS
+SELECT u.id, to_timestamp(u."timestamp") AS created_at, u.day, u.user_id, u.organization_id,
+       u.adaptation_run_id AS run_id, j.kind AS run_kind, u.provider, u.model, u.task_type, u.role, u.position,
+       u.input_tokens, u.output_tokens, u.input_cost, u.output_cost, u.total_cost, u.latency_s
+FROM events_llm_usage u LEFT JOIN store.jobs j ON j.job_id = u.adaptation_run_id
+;
+-- Usage and cost per day, organization, user, run, model and task type.
+CREATE VIEW llm_cost AS
+SELECT day, organization_id, user_id, run_id, run_kind, provider, model, task_type,
+       count(*) AS calls, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+       sum(total_cost) AS cost_usd
+FROM llm_usage
+GROUP BY ALL
+;
+-- Every job (router training, prompt optimization) with its Prefect flow run id.
+CREATE VIEW jobs AS
+SELECT job_id, kind, user_id, subject_id, status, error, flow_run_id, created_at, updated_at,
+       updated_at - created_at AS duration
+FROM store.jobs
+;
+-- Custom router training jobs with their cross-validated evaluation summary.
+CREATE VIEW router_training_runs AS
+SELECT t.job_id, t.preference_id, p.name AS preference_name, j.user_id, j.status, j.error, j.flow_run_id,
+       t.language, t.maximize, t.rows, json_array_length(t.models) AS n_models, t.created_at,
+       j.updated_at, m.router_id, coalesce(r.is_live, false) AS is_live,
+       m.metrics ->> '$.summary.best_single_model' AS best_single_model,
+       CAST(m.metrics ->> '$.summary.best_single_quality' AS DOUBLE) AS best_single_quality,
+       CAST(m.metrics ->> '$.summary.router_quality_t0' AS DOUBLE) AS router_quality_t0,
+       CAST(m.metrics ->> '$.summary.oracle_quality' AS DOUBLE) AS oracle_quality,
+       CAST(m.metrics ->> '$.summary.cheapest_setting_within_1pt_of_best_single' AS INTEGER)
+           AS cheapest_setting_within_1pt,
+       CAST(m.metrics ->> '$.summary.its_cost_share_of_best_single' AS DOUBLE) AS its_cost_share_of_best_single,
+       CAST(m.metrics ->> '$.training_seconds' AS DOUBLE) AS training_seconds,
+       CAST(m.metrics ->> '$.peak_rss_mb' AS DOUBLE) AS peak_rss_mb,
+       m.metrics
+FROM store.router_trainings t
+JOIN store.jobs j USING (job_id)
+LEFT JOIN store.router_training_metrics m USING (job_id)
+LEFT JOIN store.custom_routers r ON r.router_id = m.router_id
+LEFT JOIN store.preferences p ON p.preference_id = t.preference_id
+;
+-- The quality/cost curve of each training: the router at cost_quality_tradeoff 0..10, each single model, the oracle.
+CREATE VIEW router_evaluation AS
+SELECT job_id, preference_id, pos AS position,
+       CASE WHEN e.name = 'oracle' THEN 'oracle' WHEN e.setting IS NOT NULL THEN 'router' ELSE 'single model' END
+           AS kind,
+       e.name, e.setting, e.quality, e.cost_per_1k AS cost_per_1k_requests_usd, e.shares
+FROM (SELECT m.job_id, t.preference_id, unnest(m.evaluated) AS e, generate_subscripts(m.evaluated, 1) AS pos
+      FROM (SELECT job_id, from_json(metrics -> '$.table', '[{"name": "VARCHAR", "setting": "INTEGER",
+                   "quality": "DOUBLE", "cost_per_1k": "DOUBLE", "shares": "MAP(VARCHAR, DOUBLE)"}]') AS evaluated
+            FROM store.router_training_metrics) m
+      JOIN store.router_trainings t USING (job_id))
+;
+-- Prompt optimization: one row per model of each run (the origin baseline and every target).
+CREATE VIEW optimization_results AS
+SELECT o.run_id, r.user_id, r.organization_id, r.evaluation_metric, o.position,
+       CASE WHEN o.position < 0 THEN 'origin' ELSE 'target' END AS role,
+       o.provider, o.model, o.result_status, o.pre_score, o.post_score, o.post_score - o.pre_score AS improvement,
+       origin.pre_score AS origin_score, o.cost AS cost_usd, o.num_requests AS llm_calls, o.error,
+       o.system_prompt, o.user_message_template, o.updated_at
+FROM store.optimization_results o
+JOIN store.optimization_runs r USING (run_id)
+LEFT JOIN store.optimization_results origin ON origin.run_id = o.run_id AND origin.position = -1
+;
+-- Prompt optimization: one row per run, before/after averaged over its targets.
+CREATE VIEW optimization_runs AS
+SELECT r.run_id, r.user_id, r.organization_id, j.status, j.error, j.flow_run_id, r.evaluation_metric,
+       r.prototype_mode, r.created_at, j.updated_at,
+       count(o.position) FILTER (WHERE o.position >= 0) AS targets,
+       count(o.position) FILTER (WHERE o.position >= 0 AND o.result_status = 'completed') AS targets_completed,
+       max(o.pre_score) FILTER (WHERE o.position < 0) AS origin_score,
+       avg(o.pre_score) FILTER (WHERE o.position >= 0) AS mean_pre_score,
+       avg(o.post_score) FILTER (WHERE o.position >= 0) AS mean_post_score,
+       sum(o.cost) AS cost_usd, sum(o.num_requests) AS llm_calls
+FROM store.optimization_runs r
+JOIN store.jobs j ON j.job_id = r.run_id
+LEFT JOIN store.optimization_results o ON o.run_id = r.run_id
+GROUP BY ALL
