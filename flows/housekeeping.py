@@ -3,6 +3,9 @@
 - reconcile-jobs: a job whose flow run ended (or vanished) without recording it is moved to the matching
   final JobStatus with a reason, so nothing stays `processing` after a crash or restart;
 - compact-event-logs: merges finished days of Parquet event parts into one file per day;
+- prune-stored-files: keeps the newest router versions of each preference (the live one always) and removes the
+  rest with their artefact folders, and removes uploaded datasets no kept router needs once a grace period has
+  passed (so a failed upload can still be inspected for a while);
 - checkpoint-database: folds DuckDB's write-ahead log into the file.
 """
 
@@ -49,16 +52,32 @@ def compact_event_logs() -> int:
     return sum(events.compact(events_dir, table) for table in EVENT_TABLES)
 
 
+@task(name="prune-stored-files", retries=2, retry_delay_seconds=5)
+def prune_stored_files(keep_router_versions: int, dataset_grace_days: int) -> dict[str, int]:
+    from api.settings import get_settings
+    from storage.retention import remove_inside
+
+    settings, store = get_settings(), connect()
+    routers = remove_inside(settings.artefacts_dir, store.prune_router_versions(keep_router_versions))
+    datasets = remove_inside(settings.data_dir / "uploads",
+                             store.unneeded_training_datasets(dataset_grace_days))
+    return {"router_versions_removed": routers, "datasets_removed": datasets}
+
+
 @task(name="checkpoint-database", retries=2, retry_delay_seconds=5)
 def checkpoint_database() -> None:
     connect().checkpoint()
 
 
-@flow(name="housekeeping", log_prints=True)
-async def housekeeping() -> dict[str, int]:
+@flow(name="housekeeping", flow_run_name=lambda: f"housekeeping {datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
+      log_prints=True)
+async def housekeeping(keep_router_versions: int = 3, dataset_grace_days: int = 7) -> dict[str, int]:
+    """`keep_router_versions`: router versions kept per preference, the live one included (older ones can be
+    inspected in notebooks until pruned). `dataset_grace_days`: how long an upload no kept router needs stays."""
     jobs_fixed = await reconcile_jobs()
     files_compacted = compact_event_logs()
+    pruned = prune_stored_files(keep_router_versions, dataset_grace_days)
     checkpoint_database()
-    summary = {"jobs_reconciled": jobs_fixed, "event_files_compacted": files_compacted}
+    summary = {"jobs_reconciled": jobs_fixed, "event_files_compacted": files_compacted, **pruned}
     get_run_logger().info("housekeeping done: %s", summary)
     return summary

@@ -155,6 +155,37 @@ class RouterTrainingStore:
         return list(by_pref.values())
 
     @exposed
+    def prune_router_versions(self, keep: int) -> list[str]:
+        """Forget all but the newest `keep` router versions of each preference; the live one always stays.
+        Returns the forgotten versions' artefact folders for the caller to remove."""
+        with self._lock:
+            rows = self._rows(
+                "SELECT router_id, artefact_path FROM (SELECT router_id, artefact_path, is_live, row_number()"
+                " OVER (PARTITION BY preference_id ORDER BY is_live DESC, created_at DESC) AS newest"
+                " FROM custom_routers) WHERE NOT is_live AND newest > ?", [max(keep, 1)])
+            for router_id, _ in rows:
+                self._conn.execute("DELETE FROM custom_routers WHERE router_id = ?", [router_id])
+        return [path for _, path in rows]
+
+    @exposed
+    def unneeded_training_datasets(self, grace_days: int) -> list[str]:
+        """Uploaded datasets no router version needs any more: their job ended without a router still kept
+        (failed, cancelled, superseded, pruned, or the preference was deleted) more than `grace_days` ago.
+        Open jobs keep theirs; so does every kept router version (notebooks read its data)."""
+        rows = self._rows(
+            "SELECT t.dataset_path FROM router_trainings t JOIN jobs j USING (job_id)"
+            f" WHERE j.status NOT IN {OPEN_JOB_STATUSES}"
+            " AND NOT EXISTS (SELECT 1 FROM custom_routers r WHERE r.job_id = t.job_id)"
+            " AND j.updated_at < now() - to_days(CAST(? AS INTEGER))", [max(grace_days, 0)])
+        return [r[0] for r in rows]
+
+    @exposed
+    def training_datasets(self, preference_id: str) -> list[str]:
+        """Every dataset uploaded to train the preference's routers (removed with the preference)."""
+        return [r[0] for r in self._rows(
+            "SELECT dataset_path FROM router_trainings WHERE preference_id = ?", [preference_id])]
+
+    @exposed
     def fail_open_jobs(self, kind: str, reason: str) -> list[Job]:
         """Start-up rule: jobs of `kind` still open when the owner starts were interrupted; fail them, say why."""
         with self._lock:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
 from datetime import datetime, timezone
-from pathlib import Path
 
 import msgspec
 from litestar.di import NamedDependency
@@ -18,6 +16,7 @@ from api.schemas.preferences import (PreferenceCreateRequest, PreferenceCreateRe
                                      PreferenceResponse, UpdatePreferenceBase)
 from api.services import Services
 from storage.records import Preference, PreferenceChanges, User
+from storage.retention import remove_inside
 
 
 def not_found(preference_id: str) -> NotFound:
@@ -66,13 +65,11 @@ class PreferenceController(Controller):
     @delete("/userPreferenceDelete/{preference_id:str}", operation_id="userPreferenceDelete", status_code=200,
             summary="Delete a preference and its custom router", responses=error_responses(404))
     async def remove(self, preference_id: FromPath[str], user: NamedDependency[User], services: NamedDependency[Services]) -> PreferenceDeleteResponse:
+        datasets = services.store.training_datasets(preference_id)  # read first: the user's own ids only, below
         artefacts = services.store.delete_preference(user.user_id, preference_id)
         if artefacts is None:
             raise not_found(preference_id)
-        root = services.settings.artefacts_dir.resolve()
-        for path in artefacts:
-            target = Path(path).resolve()
-            if target.is_relative_to(root):  # never follow a stored path outside the data dir
-                shutil.rmtree(target, ignore_errors=True)
+        remove_inside(services.settings.artefacts_dir, artefacts)
+        remove_inside(services.settings.data_dir / "uploads", datasets)  # the team's data goes with its preference
         return PreferenceDeleteResponse(preference_id=preference_id, deleted=True,
                                         custom_routers_removed=len(artefacts))

@@ -81,12 +81,16 @@ def test_delete_removes_preference_and_its_custom_router(client, auth, data_dir)
     artefact.mkdir(parents=True)
     (artefact / "router.json").write_text("{}")
     store._run("INSERT INTO custom_routers VALUES ('r1', ?, NULL, ?, true, now())", [pid, str(artefact)])
+    upload = data_dir / "uploads" / "router_training" / "d1.parquet"
+    upload.parent.mkdir(parents=True)
+    upload.write_bytes(b"PAR1")
+    store.start_router_training("alice", pid, str(upload), "english", True, "[]", 30)
     assert store.get_preference("alice", pid).has_custom_router
     r = client.delete(f"/v2/preferences/userPreferenceDelete/{pid}", headers=h)
     assert r.status_code == 200
     assert r.json() == {"preference_id": pid, "deleted": True, "custom_routers_removed": 1}
     assert store.get_preference("alice", pid) is None
-    assert not artefact.exists()
+    assert not artefact.exists() and not upload.exists()  # the team's uploaded data goes with the preference
     assert store._rows("SELECT count(*) FROM custom_routers")[0][0] == 0
     assert client.delete(f"/v2/preferences/userPreferenceDelete/{pid}", headers=h).status_code == 404
 

@@ -95,7 +95,8 @@ def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample
 
     summary = asyncio.run(housekeeping())
 
-    assert summary == {"jobs_reconciled": 4, "event_files_compacted": 3 + 2}
+    assert summary == {"jobs_reconciled": 4, "event_files_compacted": 3 + 2, "router_versions_removed": 0,
+                       "datasets_removed": 0}  # pruning itself: tests/storage/test_retention.py
     store = Store(settings.db_path)
     try:
         job = store.get_job(never_started.job_id)
@@ -127,4 +128,5 @@ def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample
     assert total == (12, 2 * 3 * (0 + 10) + 2 * 2 * (1 + 2))
 
     # A second pass has nothing left to do.
-    assert asyncio.run(housekeeping()) == {"jobs_reconciled": 0, "event_files_compacted": 0}
+    assert asyncio.run(housekeeping()) == {"jobs_reconciled": 0, "event_files_compacted": 0,
+                                           "router_versions_removed": 0, "datasets_removed": 0}
