@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.storage_access import connect
@@ -64,7 +65,8 @@ def _save_program(program, run_id: str, position: int) -> None:
     program.save(str(folder / f"target-{position}.json"))
 
 
-@task(name="pre-optimization-evaluation", cache_policy=NO_CACHE)
+@task(name="pre-optimization-evaluation", task_run_name="pre-optimization-evaluation {provider}/{model}",
+      cache_policy=NO_CACHE)
 def pre_evaluation(ctx, provider: str, model: str, position: int) -> tuple[float, dict]:
     from flows.prompt_opt.program import to_program
     from flows.prompt_opt.work import evaluate
@@ -73,14 +75,15 @@ def pre_evaluation(ctx, provider: str, model: str, position: int) -> tuple[float
     return evaluate(ctx, program, provider, model, ctx.spec.test, TASK_PRE, position)
 
 
-@task(name="optimize", cache_policy=NO_CACHE)
+@task(name="optimize", task_run_name="optimize {provider}/{model}", cache_policy=NO_CACHE)
 def optimize_step(ctx, provider: str, model: str, position: int):
     from flows.prompt_opt.work import optimize
 
     return optimize(ctx, provider, model, position)
 
 
-@task(name="post-optimization-evaluation", cache_policy=NO_CACHE)
+@task(name="post-optimization-evaluation", task_run_name="post-optimization-evaluation {provider}/{model}",
+      cache_policy=NO_CACHE)
 def post_evaluation(ctx, program, provider: str, model: str, position: int) -> tuple[float, dict]:
     from flows.prompt_opt.work import evaluate
 
@@ -146,6 +149,17 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str:
     return "completed"
 
 
+@task(name="publish-scores", cache_policy=NO_CACHE)
+def publish_scores(run) -> None:
+    """Before/after scores of every model as a Prefect table artifact, beside the run in the UI."""
+    rows = [{"model": f"{r.provider}/{r.model}", "role": "origin" if r.position == ORIGIN else "target",
+             "status": r.result_status, "before": r.pre_score, "after": r.post_score, "USD": r.cost,
+             "LLM calls": r.num_requests} for r in run.results]
+    create_table_artifact(table=rows, key="prompt-optimization-scores",
+                          description=f"Run {run.run_id} ({run.status}): each model's score on the test goldens "
+                                      "before and after optimization; the origin model's score is the baseline")
+
+
 @flow(name="optimize-prompt", flow_run_name="optimize-prompt {run_id}")
 def optimize_prompt(run_id: str) -> dict[str, Any]:
     import logging
@@ -175,6 +189,7 @@ def optimize_prompt(run_id: str) -> dict[str, Any]:
         error = ctx.ledger.reason() if ctx.ledger.exceeded else (
             f"{targets.count('failed')} of {len(targets)} target models failed; see their results")
     store.finish_optimization(run_id, status, error)
+    publish_scores(store.optimization_run(run_id))
     log.info("run %s %s; total cost $%.6f over %d LLM calls", run_id, status, ctx.ledger.total,
              len(ctx.ledger.records))
     return {"run_id": run_id, "status": status, "total_cost": ctx.ledger.total, "calls": len(ctx.ledger.records)}

@@ -144,7 +144,8 @@ def record_run(preference_id: str, router_id: str | None, report: dict, seconds:
         f"`{s['best_single_model']}` {s['best_single_quality']:.4f} and oracle {s['oracle_quality']:.4f}."))
 
 
-@flow(name="train-custom-router", log_prints=True)
+@flow(name="train-custom-router", flow_run_name="train-custom-router {job_id} (preference {preference_id})",
+      log_prints=True)
 def train_custom_router(job_id: str, preference_id: str, dataset_path: str, language: str, maximize: bool,
                         models: list[dict[str, Any]]) -> dict:
     from api.settings import get_settings

@@ -61,7 +61,8 @@ def promote(staging: Path, artefact_dir: Path, publish: bool) -> dict:
     return {"reproduces_committed": same, "published": publish and not same}
 
 
-@flow(name="train-default-router", log_prints=True)
+@flow(name="train-default-router", flow_run_name="train-default-router seed={seed} publish={publish}",
+      log_prints=True)
 def train_default_router_flow(data_dir: str = str(DEFAULT_DATA), artefact_dir: str = str(DEFAULT_ARTEFACT),
                               seed: int = 0, publish: bool = False) -> dict:
     logger = get_run_logger()

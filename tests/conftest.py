@@ -56,3 +56,13 @@ def auth(issue_key: Callable[..., IssuedKey]) -> Callable[..., dict[str, str]]:
         return {"Authorization": f"Bearer {issue_key(user_id, **attributes).key}"}
 
     return headers
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """Prefect's test harness: a throw-away Prefect server (SQLite), started once per session because starting it
+    takes several seconds. Flow tests (tests/flows) and the analytics seed (tests/analytics) share it."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
