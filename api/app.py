@@ -13,6 +13,7 @@ from litestar.openapi.spec import Components
 
 from api.auth import SECURITY_SCHEMES, current_user
 from api.error_responses import EXCEPTION_HANDLERS
+from api.request_body import SafeJsonRequest
 from api.request_id import RequestIdMiddleware
 from api.services import Services
 from api.settings import Settings, get_settings
@@ -129,6 +130,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
                       "user": Provide(current_user)},
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=settings.max_body_bytes,
+        request_class=SafeJsonRequest,  # undecodable JSON (too deep, not UTF-8) is a 422, not a 500
         openapi_config=OpenAPIConfig(
             title="switchboard", version="0.1.0",
             description="LLM routing and prompt optimization (Not Diamond-compatible /v2 interface)",

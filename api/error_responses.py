@@ -31,10 +31,29 @@ _STATUS_CODES = {
 _JSON_PATH = re.compile(r"at `\$((?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*)`")
 
 
+# Errors echo what the caller sent (an id, a CSV cell); a hostile input must not make the answer huge.
+MAX_MESSAGE_CHARS, MAX_DETAIL_CHARS = 1_000, 300
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str):
+        return _clip(value, MAX_DETAIL_CHARS)
+    if isinstance(value, dict):
+        return {_bounded(k): _bounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_bounded(v) for v in value]
+    return value
+
+
 def envelope(request: Request, status: int, code: str, type_: str, message: str,
              details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Response:
-    body = ErrorResponse(ErrorBody(code=code, message=message, type=type_,
-                                   request_id=request_id_of(request.scope), details=details))
+    body = ErrorResponse(ErrorBody(code=code, message=_clip(message, MAX_MESSAGE_CHARS), type=type_,
+                                   request_id=request_id_of(request.scope),
+                                   details=_bounded(details) if details else details))
     return Response(content=msgspec.json.encode(body), status_code=status, media_type=MediaType.JSON,
                     headers=headers)
 

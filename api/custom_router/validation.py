@@ -12,13 +12,19 @@ the first data row under the header):
 - scores must be present (MISSING_SCORE) and finite numbers (INVALID_SCORE); responses may be empty (they are kept
   for notebooks, the router does not read them);
 - lines with every field empty are skipped; then at least 25 rows (INSUFFICIENT_SAMPLES) and at most 10,000
-  (TOO_MANY_ROWS). The byte limit (413) and the parse time limit (408) are enforced by the caller.
+  (TOO_MANY_ROWS). The byte limit (413) and the parse time limit (408) are enforced by the caller;
+- hostile shapes are bounded before polars parses anything: at most 1,000 columns (TOO_MANY_COLUMNS, checked on
+  the header line alone) and at most 500,000 characters in a kept cell (CELL_TOO_LARGE, about the largest context
+  window in the catalogue).
+Cells are stored as text and never evaluated: a spreadsheet formula such as `=HYPERLINK(...)` is a prompt like
+any other. Nothing in the service exports uploads as CSV again; an export would have to escape leading `=+-@`.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from dataclasses import dataclass
 
 import polars as pl
@@ -27,6 +33,8 @@ from api.errors import ValidationFailed
 
 MIN_ROWS = 25
 MAX_ROWS = 10_000
+MAX_COLUMNS = 1_000
+MAX_CELL_CHARS = 500_000
 MODEL_SUFFIXES = ("/score", "/response")
 
 
@@ -65,7 +73,10 @@ def _parse(text: str) -> pl.DataFrame:
     if not text.strip():
         raise fail("EMPTY_DATASET", "dataset_file is empty")
     names = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    if len(names) > MAX_COLUMNS:
+        raise fail("TOO_MANY_COLUMNS", f"dataset_file has {len(names):,} columns; at most {MAX_COLUMNS:,} are "
+                   "accepted", columns=len(names), maximum=MAX_COLUMNS)
+    dupes = sorted(name for name, count in Counter(names).items() if count > 1)
     if dupes:
         raise fail("DUPLICATE_COLUMN", f"column {dupes[0]!r} appears more than once", columns=dupes)
     try:
@@ -107,6 +118,13 @@ def validate(raw: bytes, prompt_column: str, model_keys: list[str]) -> ValidData
     frame = frame.select(keep).with_row_index("_row")
     blank = pl.all_horizontal([pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "") for c in keep])
     frame = frame.filter(~blank)
+
+    for column in keep:
+        too_long = frame[column].str.len_chars() > MAX_CELL_CHARS
+        if too_long.any():
+            rows = _rows_where(too_long, frame["_row"])
+            raise fail("CELL_TOO_LARGE", f"column {column!r} holds more than {MAX_CELL_CHARS:,} characters on row "
+                       f"{rows[0]}", column=column, rows=rows, maximum=MAX_CELL_CHARS)
 
     prompts = frame[prompt_column]
     empty = prompts.is_null() | (prompts.str.strip_chars() == "")

@@ -119,6 +119,7 @@ class FakeOpenAI:
             return "judge", str(score)
         if "you are an evaluator" in system.lower():
             given = user.rsplit("Answer:", 1)[-1].strip()
+            given = given.removeprefix("<<<").removesuffix(">>>")  # the service fences the answer
             right = any(given == answer for answer in self.answers.values())
             return "judge", "The answer was checked.\nscore: " + ("1" if right else "0.2")
         for question, answer in self.answers.items():

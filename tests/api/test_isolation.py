@@ -1,0 +1,165 @@
+"""Tenant isolation: for every endpoint that takes an id, another user's id gets the status SPEC.md gives (404, or
+403 RUN_ID_NOT_OWNED where the spec names it), never the other user's data. The owner gets 200 on the same call,
+so a refusal is about ownership and not a broken request.
+
+The matrix is checked against the app itself: every public route with a path parameter, and every operation whose
+body carries an id, must be in MATRIX, so a new route cannot be forgotten.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pytest
+
+from tests.api.test_auth_and_errors import assert_envelope
+from tests.custom_router.conftest import FakeLauncher
+from tests.custom_router.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
+from tests.prompt_optimization.conftest import body as optimize_body
+
+PROVIDERS = [{"provider": p, "model": m} for p, m in MODELS]
+NOT_FOUND = (404, "not_found_error")
+NOT_OWNED = (403, "authorization_error")
+
+
+@dataclass(frozen=True)
+class Case:
+    operation_id: str
+    method: str
+    path: str  # route template as the app names it
+    call: Callable[[Any, dict, dict], Any]  # (client, ids of the owner, headers) -> response
+    refused: tuple[int, str, str]  # status, type, code for another user's id
+
+
+def _select(client, ids, headers, **extra):
+    return client.post("/v2/modelRouter/modelSelect", headers=headers,
+                       json={"messages": "What is 2+2?", "llm_providers": PROVIDERS, **extra})
+
+
+def _train(client, ids, headers):
+    form = {"language": "english", "llm_providers": LLM_PROVIDERS, "prompt_column": "prompt", "maximize": "true",
+            "preference_id": ids["preference_id"]}
+    return client.post("/v2/pzn/trainCustomRouter", data=form, headers=headers,
+                       files={"dataset_file": ("evals.csv", csv_bytes(), "text/csv")})
+
+
+MATRIX = [
+    Case("userPreferenceUpdate", "PUT", "/v2/preferences/userPreferenceUpdate",
+         lambda c, ids, h: c.put("/v2/preferences/userPreferenceUpdate", headers=h,
+                                 json={"preference_id": ids["preference_id"], "name": "taken over"}),
+         (*NOT_FOUND, "PREFERENCE_NOT_FOUND")),
+    Case("modelSelect", "POST", "/v2/modelRouter/modelSelect",
+         lambda c, ids, h: _select(c, ids, h, preference_id=ids["preference_id"]),
+         (*NOT_FOUND, "PREFERENCE_NOT_FOUND")),
+    Case("reportFeedback", "POST", "/v2/report/metrics/feedback",
+         lambda c, ids, h: c.post("/v2/report/metrics/feedback", headers=h, json={
+             "session_id": ids["session_id"], "provider": ids["chosen"], "feedback": {"accuracy": 1}}),
+         (*NOT_FOUND, "SESSION_NOT_FOUND")),
+    Case("trainCustomRouter", "POST", "/v2/pzn/trainCustomRouter", _train, (*NOT_FOUND, "PREFERENCE_NOT_FOUND")),
+    Case("optimizeStatus", "GET", "/v2/prompt/optimizeStatus/{optimization_run_id:str}",
+         lambda c, ids, h: c.get(f"/v2/prompt/optimizeStatus/{ids['run_id']}", headers=h),
+         (*NOT_FOUND, "RUN_ID_NOT_FOUND")),  # the spec gives status no 403
+    Case("adaptStatus", "GET", "/v2/prompt/adaptStatus/{adaptation_run_id:str}",
+         lambda c, ids, h: c.get(f"/v2/prompt/adaptStatus/{ids['run_id']}", headers=h),
+         (*NOT_FOUND, "RUN_ID_NOT_FOUND")),
+    Case("optimizeResults", "GET", "/v2/prompt/optimizeResults/{optimization_run_id:str}",
+         lambda c, ids, h: c.get(f"/v2/prompt/optimizeResults/{ids['run_id']}", headers=h),
+         (*NOT_OWNED, "RUN_ID_NOT_OWNED")),
+    Case("adaptResults", "GET", "/v2/prompt/adaptResults/{adaptation_run_id:str}",
+         lambda c, ids, h: c.get(f"/v2/prompt/adaptResults/{ids['run_id']}", headers=h),
+         (*NOT_OWNED, "RUN_ID_NOT_OWNED")),
+    Case("optimizeCosts", "GET", "/v2/prompt/optimize/{optimization_run_id:str}/costs",
+         lambda c, ids, h: c.get(f"/v2/prompt/optimize/{ids['run_id']}/costs", headers=h),
+         (*NOT_OWNED, "RUN_ID_NOT_OWNED")),
+    # Last: a successful delete by the owner removes the preference the other cases use.
+    Case("userPreferenceDelete", "DELETE", "/v2/preferences/userPreferenceDelete/{preference_id:str}",
+         lambda c, ids, h: c.delete(f"/v2/preferences/userPreferenceDelete/{ids['preference_id']}", headers=h),
+         (*NOT_FOUND, "PREFERENCE_NOT_FOUND")),
+]
+# Ids in bodies that link rather than look up: the caller's own record stores them, nothing is read back.
+LINK_ONLY = {("modelSelect", "previous_session")}
+
+
+def public_routes_with_path_parameters(app) -> set[str]:
+    """The API's own routes (/v2, in the OpenAPI document): not the docs' /schema/{path} nor /internal."""
+    return {route.path for route in app.routes if route.path.startswith("/v2/") and route.path_parameters
+            and any(h.include_in_schema for h in getattr(route, "route_handlers", []))}
+
+
+def operations_with_body_ids(openapi: dict) -> set[tuple[str, str]]:
+    """(operationId, field) for every request body field that names an id or a session."""
+    out = set()
+    for item in openapi["paths"].values():
+        for operation in item.values():
+            for media in (operation.get("requestBody") or {}).get("content", {}).values():
+                schema = media["schema"]
+                if "$ref" in schema:
+                    schema = openapi["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+                for field in schema.get("properties", {}):
+                    if field.endswith("_id") or field.endswith("session"):
+                        out.add((operation["operationId"], field))
+    return out
+
+
+@pytest.fixture
+def world(client, auth):
+    """alice owns a preference, a routing session and an optimization run; bob is another user with full access."""
+    services = client.app.state.services
+    services.rate_limiter = None
+    services.router_training.launcher = FakeLauncher()
+    services.prompt_optimization.launcher = FakeLauncher()
+    alice = auth("alice", tier="enterprise", prompt_optimization=True)
+    bob = auth("bob", tier="enterprise", prompt_optimization=True)
+    preference_id = client.post("/v2/preferences/userPreferenceCreate", json={"name": "alice's"},
+                                headers=alice).json()["preference_id"]
+    selected = _select(client, {}, alice).json()
+    run = client.post("/v2/prompt/optimize", json=optimize_body(), headers=alice)
+    assert run.status_code == 200, run.text
+    return {"alice": alice, "bob": bob,
+            "ids": {"preference_id": preference_id, "session_id": selected["session_id"],
+                    "chosen": selected["providers"][0],
+                    "run_id": run.json()["optimization_run_id"]}}
+
+
+def test_matrix_covers_every_route_with_a_path_parameter(client):
+    covered = {case.path for case in MATRIX}
+    missing = public_routes_with_path_parameters(client.app) - covered
+    assert not missing, f"add these routes to the isolation MATRIX: {sorted(missing)}"
+
+
+def test_matrix_covers_every_operation_with_an_id_in_its_body(client):
+    openapi = client.get("/schema/openapi.json").json()
+    covered = {case.operation_id for case in MATRIX}
+    missing = {(op, f) for op, f in operations_with_body_ids(openapi) if op not in covered} - LINK_ONLY
+    assert not missing, f"add these operations to the isolation MATRIX: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("case", MATRIX, ids=lambda c: c.operation_id)
+def test_another_users_id_is_refused_and_the_owner_is_served(client, world, case):
+    ids = world["ids"]
+    refused = case.call(client, ids, world["bob"])
+    status, type_, code = case.refused
+    error = assert_envelope(refused, status, code, type_)
+    leaked = json.dumps(refused.json())
+    assert "alice" not in leaked and "taken over" not in leaked
+    owner = case.call(client, ids, world["alice"])
+    assert owner.status_code == 200, (case.operation_id, owner.text)
+    assert error["request_id"] != owner.headers["x-request-id"]
+
+
+def test_previous_session_of_another_user_links_nothing_back(client, world):
+    response = _select(client, world["ids"], world["bob"], previous_session=world["ids"]["session_id"])
+    assert response.status_code == 200
+    assert set(response.json()) == {"providers", "session_id"}
+    assert response.json()["session_id"] != world["ids"]["session_id"]
+
+
+def test_preference_survives_the_other_users_attempts(client, world):
+    for case in MATRIX:
+        case.call(client, world["ids"], world["bob"])
+    store = client.app.state.services.store
+    pref = store.get_preference("alice", world["ids"]["preference_id"])
+    assert pref is not None and pref.name == "alice's"
+    assert store.get_preference("bob", world["ids"]["preference_id"]) is None
