@@ -43,6 +43,11 @@ class Settings:
     today_override: str | None
     # Prompt optimization (see README "Prompt optimization"); defaults keep tests and old callers working.
     optimize: "OptimizeSettings | None" = None
+    # The store-owner process (README "Production shape"): where it listens; how long API workers trust a cached
+    # preference when the owner's change feed is silent (changes normally arrive within half a second).
+    store_host: str = "127.0.0.1"
+    store_port: int = 8001
+    preference_cache_seconds: float = 5.0
     # Per-key rate limits (README "Security and limits"); per_minute 0 = off. Per API worker process.
     rate_limit_per_minute: int = 600
     rate_limit_burst: int = 60
@@ -141,6 +146,9 @@ def get_settings() -> Settings:
         session_flush_seconds=_float("SWITCHBOARD_SESSION_FLUSH_SECONDS", 1.0),
         today_override=os.environ.get("SWITCHBOARD_TODAY") or None,
         optimize=_optimize_settings(),
+        store_host=os.environ.get("SWITCHBOARD_STORE_HOST", "127.0.0.1"),
+        store_port=_int("SWITCHBOARD_STORE_PORT", 8001),
+        preference_cache_seconds=_float("SWITCHBOARD_PREFERENCE_CACHE_SECONDS", 5.0),
         rate_limit_per_minute=max(0, _int("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600)),
         rate_limit_burst=max(1, _int("SWITCHBOARD_RATE_LIMIT_BURST", 60)),
         select_rate_limit_per_minute=max(0, _int("SWITCHBOARD_SELECT_RATE_LIMIT_PER_MINUTE", 60_000)),

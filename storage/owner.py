@@ -1,14 +1,17 @@
 """Who owns the DuckDB file right now, and how to reach them.
 
-The owning process writes run/owner.json (URL, token, pid; mode 0600) once it serves RPC, and removes it on
-clean shutdown. Everyone else calls `open_store()`, which returns a RemoteStore when a live owner answers and
-otherwise opens the file itself (e.g. `switchboard keys create` while the service is stopped).
+The owning process (the store owner, `switchboard store`, or an API process that found no live owner) writes
+run/owner.json (URL, token, pid; mode 0600) once it serves RPC, and removes it on clean shutdown. Everyone else
+calls `open_store()`, which returns a RemoteStore when a live owner answers and otherwise opens the file itself
+(e.g. `switchboard keys create` while the service is stopped). A RemoteStore re-reads the file when the owner
+stops answering or refuses its token, so it follows an owner that restarted.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import time
 from pathlib import Path
 from typing import Union
 
@@ -66,8 +69,20 @@ def live_owner(run_dir: Path) -> OwnerInfo | None:
     return info if ok else None
 
 
-def open_store(db_path: Path, run_dir: Path) -> AnyStore:
+def open_store(db_path: Path, run_dir: Path, wait_for_owner_s: float = 0.0) -> AnyStore:
+    """A RemoteStore to the live owner, else the file itself. With `wait_for_owner_s`, an owner file left by an
+    owner that no longer answers (crashed, restarting) is waited on that long before the file is opened: a flow run
+    that opened it would lock the restarted owner out."""
     info = live_owner(run_dir)
+    deadline = time.monotonic() + wait_for_owner_s
+    while info is None and owner_file(run_dir).exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+        info = live_owner(run_dir)
     if info is not None:
-        return RemoteStore(info.url, info.token)
+        return RemoteStore(info.url, info.token, rediscover=lambda: _url_and_token(run_dir))
     return Store(db_path)
+
+
+def _url_and_token(run_dir: Path) -> tuple[str, str] | None:
+    info = live_owner(run_dir)
+    return (info.url, info.token) if info else None

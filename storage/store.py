@@ -50,7 +50,9 @@ class Store(RouterTrainingStore, OptimizationStore, AnalyticsSnapshotStore):
         self._listeners: list[Callable[[str], None]] = []
         self.applied_migrations = migrate.apply(self._conn)
 
-    def subscribe(self, listener: Callable[[str], None]) -> None:
+    def subscribe(self, listener: Callable[[str], None], resync: Callable[[], object] | None = None) -> None:
+        """`listener(subject_id)` after each committed change. `resync` is for RemoteStore's interface: this
+        process sees every change, so it never needs one."""
         self._listeners.append(listener)
 
     def _notify(self, subject_id: str | None) -> None:
@@ -190,7 +192,9 @@ class Store(RouterTrainingStore, OptimizationStore, AnalyticsSnapshotStore):
                 assignments = ", ".join(f"{f} = ?" for f in given)
                 self._run(f"UPDATE preferences SET {assignments}, updated_at = ? WHERE preference_id = ?",
                           [*given.values(), _now(), preference_id])
-            return self.get_preference(user_id, preference_id)
+            updated = self.get_preference(user_id, preference_id)
+        self._notify(preference_id)  # API workers cache preferences for the hot path (api.selection.preference_cache)
+        return updated
 
     @exposed
     def delete_preference(self, user_id: str, preference_id: str) -> list[str] | None:

@@ -14,7 +14,10 @@ from storage.records import User
 
 
 @post("/v2/report/metrics/feedback", operation_id="reportFeedback", tags=["routing"], status_code=200,
-      summary="Report feedback on a routing decision", security=SECURITY, sync_to_thread=False,
+      summary="Report feedback on a routing decision", security=SECURITY,
+      # In a thread: a lookup of a session another API worker has not flushed yet waits up to ~1.5 s for it
+      # (api.selection.sessions), which must not stall this worker's event loop and its modelSelect calls.
+      sync_to_thread=True,
       responses=error_responses(404))
 def report_feedback(data: JSONBody[FeedbackReport], user: NamedDependency[User],
                     services: NamedDependency[Services]) -> FeedbackResponse:

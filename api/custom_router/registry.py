@@ -1,9 +1,10 @@
 """Which router serves a preference, kept in memory so modelSelect never queries DuckDB for it.
 
-The API process owns the store (storage/owner.py); every change to a training job or a custom router goes through
-it, from the upload controller or from the flow's RPC calls, and the store tells this registry (Store.subscribe).
-The registry then re-reads that one preference's state and, when a new router went live, loads its artefact
-before the publishing call returns, so the router answers as soon as the flow has published it.
+Every change to a training job or a custom router goes through the store's owner (storage/owner.py), from the
+upload controller or from the flow's RPC calls, and the store tells this registry (Store.subscribe). The registry
+then re-reads that one preference's state and, when a new router went live, loads its artefact. In the process
+that owns the store this happens before the publishing call returns; an API worker behind a store owner hears of
+changes made elsewhere from the owner's change feed, within about half a second (storage/owner_changes.py).
 
 The rule modelSelect applies to a preference (the latest training job decides):
 - no training job: the default router;
@@ -52,18 +53,23 @@ class CustomRouterRegistry:
         self.artefacts_root = artefacts_root.resolve() if artefacts_root else None
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
+        # Held from reading a state to applying it: notifications arrive on several threads, and a state read
+        # earlier must never be applied after one read later.
+        self._sync = threading.RLock()
 
     def load_all(self) -> "CustomRouterRegistry":
-        for state in self.store.router_states():
-            self._apply(state)
+        with self._sync:
+            for state in self.store.router_states():
+                self._apply(state)
         return self
 
     def attach(self) -> "CustomRouterRegistry":
-        self.store.subscribe(self.refresh)
+        self.store.subscribe(self.refresh, resync=self.load_all)
         return self
 
     def refresh(self, preference_id: str) -> None:
-        self._apply(self.store.router_state(preference_id))
+        with self._sync:
+            self._apply(self.store.router_state(preference_id))
 
     def _apply(self, state: RouterState) -> None:
         if state.job is None and state.live is None:

@@ -1,8 +1,8 @@
 """Start-up of the custom router side of the API: the restart rule, the in-memory registry, the upload service.
 
-Restart rule. The API process owns the store and `switchboard serve` restarts the flow runner together with it,
-so a training job still `created`, `queued` or `processing` when the API starts belongs to a flow run that no
-longer exists. It is marked `failed` ("interrupted by a service restart"), never left open; modelSelect then says
+Restart rule. `switchboard serve` restarts the flow runner together with the store, so a training job still
+`created`, `queued` or `processing` when it starts belongs to a flow run that no longer exists (api.app.
+apply_restart_rule says who applies it; not API workers behind a store owner, whose flows run on a work pool). It is marked `failed` ("interrupted by a service restart"), never left open; modelSelect then says
 so (400 ROUTER_TRAINING_FAILED) and the team uploads again. The flow itself can no longer publish for it (storage
 only publishes from an open job), and the housekeeping flow applies the same reconciliation from Prefect's side
 every 10 minutes for runs that crash while the service keeps running.
@@ -24,11 +24,15 @@ log = logging.getLogger("switchboard.custom_routers")
 RESTART_REASON = "interrupted by a service restart before it finished; upload the data again"
 
 
-def custom_router_services(settings: Settings, store, catalogue: Catalogue,
-                           featurizer: Featurizer) -> tuple[CustomRouterRegistry, RouterTrainingService]:
+def fail_interrupted_trainings(store) -> None:
     interrupted = store.fail_open_jobs(TRAIN_CUSTOM_ROUTER, RESTART_REASON)
     if interrupted:
         log.warning("%d custom router training job(s) were interrupted by the restart and marked failed",
                     len(interrupted))
-    registry = CustomRouterRegistry(store, featurizer, settings.artefacts_dir).load_all().attach()
+
+
+def custom_router_services(settings: Settings, store, catalogue: Catalogue,
+                           featurizer: Featurizer) -> tuple[CustomRouterRegistry, RouterTrainingService]:
+    # Subscribed before loading, so a change committed meanwhile is applied after the load, not lost.
+    registry = CustomRouterRegistry(store, featurizer, settings.artefacts_dir).attach().load_all()
     return registry, RouterTrainingService(store, catalogue, settings, PrefectLauncher())

@@ -28,16 +28,21 @@ def _json(raw: str | None) -> dict | None:
     return json.loads(raw) if raw else None
 
 
+def fail_interrupted_runs(store) -> list[str]:
+    """Start-up rule: runs open when the service starts lost their flow run (the runner restarts with the store;
+    api.app.apply_restart_rule says who applies it)."""
+    failed = store.fail_open_optimizations(RESTART_REASON)
+    if failed:
+        log.warning("%d prompt optimization run(s) were interrupted by the restart and marked failed", len(failed))
+    return failed
+
+
 class PromptOptimizationService:
     def __init__(self, store, catalogue: Catalogue, settings: Settings, launcher: RunLauncher) -> None:
         self.store, self.catalogue, self.settings, self.launcher = store, catalogue, settings, launcher
 
     def recover(self) -> list[str]:
-        """Start-up rule: runs open when the owner starts lost their flow run (the runner restarts with the API)."""
-        failed = self.store.fail_open_optimizations(RESTART_REASON)
-        if failed:
-            log.warning("%d prompt optimization run(s) were interrupted by the restart and marked failed", len(failed))
-        return failed
+        return fail_interrupted_runs(self.store)
 
     async def start(self, req: OptimizeRequest, user: User) -> str:
         check_access(user)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 import uuid
 from datetime import datetime, timezone
 
@@ -15,6 +18,8 @@ from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
 from storage.records import User
 
+log = logging.getLogger("switchboard.feedback")
+
 
 class FeedbackService:
     def __init__(self, sessions: SessionLog, memory: FeedbackMemory, selection: SelectionService) -> None:
@@ -22,13 +27,27 @@ class FeedbackService:
 
     def rebuild(self) -> int:
         """Replay stored feedback into the personalisation memory (start-up)."""
-        table = self.sessions.all_feedback().to_pylist()
-        for row in table:
+        return self._learn(self.sessions.all_feedback().to_pylist())
+
+    def follow_other_workers(self, interval_s: float) -> None:
+        """Several API workers: every `interval_s`, learn the feedback other workers have flushed since."""
+        def loop() -> None:
+            while True:
+                time.sleep(interval_s)
+                try:
+                    self._learn(self.sessions.new_feedback().to_pylist())
+                except Exception:  # e.g. a file half-visible on a network filesystem: read it next time
+                    log.exception("could not read new feedback; will retry")
+
+        threading.Thread(target=loop, name="follow-feedback", daemon=True).start()
+
+    def _learn(self, rows: list[dict]) -> int:
+        for row in rows:
             if row["preference_id"] and row["embedding"]:
                 self.memory.add(row["preference_id"], row["session_id"], row["model"],
                                 np.asarray(row["embedding"], dtype=np.float32), row["accuracy"],
                                 row["predicted_quality"])
-        return len(table)
+        return len(rows)
 
     def report(self, report: FeedbackReport, user: User) -> FeedbackResponse:
         session = self.sessions.find(report.session_id)

@@ -2,7 +2,10 @@
 
 Session ids are time-ordered (UUIDv7 layout), so Parquet row-group statistics let a lookup skip almost every
 file. Recent sessions are also kept in a bounded in-memory index, which covers feedback arriving before the next
-flush.
+flush. With several API workers a session may be created on one and get feedback on another before the first
+has flushed it: a lookup that misses a session younger than one flush waits until that flush must have happened
+(the creation time is in the id) and reads the Parquet log again. Feedback written by other workers is read back
+from the log as it appears (`new_feedback`), so every worker's personalisation learns from all of it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +68,7 @@ FEEDBACK_SCHEMA = pa.schema([
 _lock = threading.Lock()
 _last_ms = 0
 _seq = 0
+FLUSH_GRACE_S = 0.5  # a flush also writes and fsyncs a file; allow for it before looking again
 
 
 def new_session_id() -> str:
@@ -79,9 +84,19 @@ def new_session_id() -> str:
     return str(uuid.UUID(int=value))
 
 
+def session_created_s(session_id: str) -> float | None:
+    """Creation time (Unix seconds) from a session id's UUIDv7 timestamp; None when it is not one of ours."""
+    try:
+        value = uuid.UUID(session_id).int
+    except ValueError:
+        return None
+    return (value >> 80) / 1000.0 if (value >> 76) & 0xF == 0x7 else None
+
+
 class SessionLog:
     def __init__(self, events_dir: Path, flush_seconds: float, recent: int = 20_000) -> None:
-        self.events_dir = events_dir
+        self.events_dir, self.flush_seconds = events_dir, flush_seconds
+        self._feedback_seen: set[Path] = set()
         self.sessions = EventBuffer(events_dir, "sessions", SESSION_SCHEMA, flush_seconds)
         self.feedback = EventBuffer(events_dir, "feedback", FEEDBACK_SCHEMA, flush_seconds)
         self._recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -109,6 +124,17 @@ class SessionLog:
             row = self._recent.get(session_id)
         if row is not None:
             return row
+        found = self._find_flushed(session_id)
+        created = session_created_s(session_id)
+        if found is None and created is not None:
+            # Perhaps another worker's, still in its buffer; the bound keeps a forged future id from stalling us.
+            wait = created + self.flush_seconds + FLUSH_GRACE_S - time.time()
+            if 0 < wait <= self.flush_seconds + FLUSH_GRACE_S:
+                time.sleep(wait)
+                found = self._find_flushed(session_id)
+        return found
+
+    def _find_flushed(self, session_id: str) -> dict[str, Any] | None:
         if not events.parts(self.events_dir, "sessions"):
             return None
         import duckdb  # a private in-memory connection: the Parquet files are not in the system-of-record DB
@@ -128,9 +154,26 @@ class SessionLog:
         """Every feedback row (flushed ones and those still buffered), oldest first: rebuilds personalisation."""
         self.feedback.flush()
         files = events.parts(self.events_dir, "feedback")
-        if not files:
-            return FEEDBACK_SCHEMA.empty_table()
-        import pyarrow.parquet as pq
+        self._feedback_seen.update(files)
+        return _read_feedback(files)
 
-        table = pa.concat_tables([pq.read_table(f, schema=FEEDBACK_SCHEMA) for f in files])
-        return table.sort_by([("created_at", "ascending")])
+    def new_feedback(self) -> pa.Table:
+        """Feedback rows in part files not read before (other workers' flushes since the last call), oldest first.
+        Only today's and yesterday's folders are watched: rows are written to today's, and housekeeping rewrites
+        only older days. This worker's own files come back too; replaying a session's feedback is idempotent."""
+        today = datetime.now(timezone.utc).date()
+        root = events.table_dir(self.events_dir, "feedback")
+        files = sorted(f for day in (today - timedelta(days=1), today)
+                       for f in (root / f"day={day.isoformat()}").glob("part-*.parquet")
+                       if f not in self._feedback_seen)
+        self._feedback_seen.update(files)
+        return _read_feedback(files)
+
+
+def _read_feedback(files: list[Path]) -> pa.Table:
+    if not files:
+        return FEEDBACK_SCHEMA.empty_table()
+    import pyarrow.parquet as pq
+
+    table = pa.concat_tables([pq.read_table(f, schema=FEEDBACK_SCHEMA) for f in files])
+    return table.sort_by([("created_at", "ascending")])

@@ -1,0 +1,43 @@
+"""What the process that owns the DuckDB file serves to everyone else: typed RPC calls, and the change feed.
+
+Two processes can be the owner: the store-owner process (`switchboard store`, storage/owner_server.py), which
+`switchboard serve` and the production shape start first, or an API process that found no live owner and opened
+the file itself (a single `granian` worker, the test client). Both serve the same routes (api/controllers/internal.py)
+with this object.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass, field
+from typing import Callable
+
+from storage import rpc
+from storage.owner_changes import ChangeFeed, ChangeLog
+from storage.store import Store
+
+
+@dataclass
+class OwnerEndpoint:
+    store: Store
+    token: str
+    changes: ChangeLog = field(default_factory=ChangeLog)
+    after_call: Callable[[str], None] | None = None  # e.g. the API owner clears its auth cache on revoke_key
+
+    def __post_init__(self) -> None:
+        self.store.subscribe(self.changes.add)
+
+    def authorised(self, supplied: str) -> bool:
+        return hmac.compare_digest(supplied.encode(), self.token.encode())
+
+    def call(self, method: str, body: bytes) -> tuple[bytes, list[str]]:
+        """Run one RPC; returns the encoded result and the subjects the call changed (see storage.owner_changes).
+        Raises like rpc.dispatch."""
+        with self.changes.capture() as changed:
+            result = rpc.dispatch(self.store, method, body)
+        if self.after_call is not None:
+            self.after_call(method)
+        return result, list(dict.fromkeys(changed))
+
+    def feed(self, since: int) -> ChangeFeed:
+        return self.changes.since(since)
