@@ -24,6 +24,50 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(settings, args.host or settings.host, args.port or settings.port)
 
 
+def cmd_store(args: argparse.Namespace) -> int:
+    """The store owner alone (production shape): replaces this process with granian, so signals reach it."""
+    import os
+
+    from api.settings import get_settings
+    from api.supervisor import store_owner_argv
+
+    settings = get_settings()
+    host, port = args.host or settings.store_host, args.port or settings.store_port
+    os.environ["SWITCHBOARD_STORE_HOST"], os.environ["SWITCHBOARD_STORE_PORT"] = host, str(port)
+    argv = store_owner_argv(host, port)
+    os.execv(argv[0], argv)
+    return 0  # not reached
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    """The API alone, with `--workers` granian processes; several need a store owner (`switchboard store`)."""
+    import os
+
+    from api.settings import get_settings
+    from api.supervisor import api_argv
+    from storage.owner import live_owner
+
+    settings = get_settings()
+    if args.workers > 1 and live_owner(settings.run_dir) is None:
+        print(f"error: {args.workers} API workers need a running store owner for {settings.data_dir}; start "
+              "`switchboard store` first (one process must own the DuckDB file)", file=sys.stderr)
+        return 1
+    host, port = args.host or settings.host, args.port or settings.port
+    os.environ["SWITCHBOARD_HOST"], os.environ["SWITCHBOARD_PORT"] = host, str(port)
+    argv = api_argv(host, port, args.workers)
+    os.execv(argv[0], argv)
+    return 0  # not reached
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from flows.deploy import deploy
+
+    names = deploy(args.pool, pool_type=args.type, create_pool=not args.no_create_pool)
+    print(f"deployed to work pool {args.pool!r}: {', '.join(names)}")
+    print(f"start workers with: prefect worker start --pool {args.pool} --type {args.type}")
+    return 0
+
+
 def cmd_keys_create(args: argparse.Namespace) -> int:
     issued = _store().issue_key(args.user, organization_id=args.org, tier=args.tier,
                                 prompt_optimization=True if args.prompt_optimization else None)
@@ -68,6 +112,28 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="API bind address (default 127.0.0.1, or SWITCHBOARD_HOST)")
     serve.add_argument("--port", type=int, help="API port (default 8000, or SWITCHBOARD_PORT)")
     serve.set_defaults(func=cmd_serve)
+
+    store = sub.add_parser("store", help="run the store owner alone: the one process that opens the DuckDB file "
+                                         "(production shape; start it before the API and the flow workers)")
+    store.add_argument("--host", help="bind address (default 127.0.0.1, or SWITCHBOARD_STORE_HOST)")
+    store.add_argument("--port", type=int, help="port (default 8001, or SWITCHBOARD_STORE_PORT)")
+    store.set_defaults(func=cmd_store)
+
+    api = sub.add_parser("api", help="run the API alone under granian (production shape)")
+    api.add_argument("--host", help="bind address (default 127.0.0.1, or SWITCHBOARD_HOST)")
+    api.add_argument("--port", type=int, help="port (default 8000, or SWITCHBOARD_PORT)")
+    api.add_argument("--workers", type=int, default=1, help="API worker processes (more than one needs "
+                                                           "`switchboard store` running)")
+    api.set_defaults(func=cmd_api)
+
+    deploy = sub.add_parser("deploy", help="deploy the flows to a Prefect work pool (PREFECT_API_URL names the "
+                                           "server); `prefect worker start --pool NAME` then runs them")
+    deploy.add_argument("--pool", required=True, help="work pool name")
+    deploy.add_argument("--type", default="process", help="pool type if it is created (default process; "
+                                                          "docker and kubernetes need prefect-docker / "
+                                                          "prefect-kubernetes where the workers run)")
+    deploy.add_argument("--no-create-pool", action="store_true", help="fail instead of creating a missing pool")
+    deploy.set_defaults(func=cmd_deploy)
 
     keys = sub.add_parser("keys", help="create, list and revoke API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)

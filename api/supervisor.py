@@ -1,8 +1,11 @@
 """`switchboard serve`: the embedded default. Starts a local Prefect server (unless PREFECT_API_URL names
-one), the Litestar API under granian, and the flow runner; Ctrl-C stops them in reverse order.
+one), the store owner (the one process that opens DuckDB), the Litestar API under granian, and the flow runner;
+Ctrl-C stops them in reverse order. `switchboard store` and `switchboard api` start the store owner and the API
+alone, for the production shape (README "Production shape (scale-out)").
 
 Children run in their own process groups so that Ctrl-C reaches only this supervisor, which then stops the
-runner first (no new flow runs), then the API (flushes and closes DuckDB), then the Prefect server.
+runner first (no new flow runs), then the API (flushes buffered events), then the store owner (checkpoints and
+closes DuckDB), then the Prefect server.
 """
 
 from __future__ import annotations
@@ -106,11 +109,44 @@ def start_prefect(sup: Supervisor, logs: Path) -> None:
     say(f"Prefect UI: http://127.0.0.1:{port}")
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def store_owner_argv(host: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", host, "--port",
+            str(port), "--workers", "1", "--log-level", "warning", "storage.owner_server:create_owner_app"]
+
+
+def start_store(sup: Supervisor, logs: Path) -> None:
+    """The store owner, on a free loopback port (embedded: nobody outside this machine needs to reach it)."""
+    from storage import owner
+
+    port = free_port()
+    sup.env["SWITCHBOARD_STORE_HOST"], sup.env["SWITCHBOARD_STORE_PORT"] = "127.0.0.1", str(port)
+    child = sup.spawn("store owner", store_owner_argv("127.0.0.1", port), logs / "store-owner.log")
+    sup.wait_healthy(child, f"http://127.0.0.1:{port}/internal/health", timeout=60)
+    deadline = time.monotonic() + 10
+    while owner.live_owner(sup.settings.run_dir) is None:  # published right after it starts serving
+        if time.monotonic() > deadline or not child.alive():
+            raise SystemExit(f"the store owner did not publish {owner.owner_file(sup.settings.run_dir)}; "
+                             f"see {logs / 'store-owner.log'}")
+        time.sleep(0.1)
+    say(f"store owner serving {sup.settings.db_path}; log: {logs / 'store-owner.log'}")
+
+
+def api_argv(host: str, port: int, workers: int) -> list[str]:
+    return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", host, "--port", str(port),
+            "--workers", str(workers), "--log-level", "warning", "api.app:create_app"]
+
+
 def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
     sup.env["SWITCHBOARD_HOST"], sup.env["SWITCHBOARD_PORT"] = host, str(port)
-    child = sup.spawn("API", [sys.executable, "-m", "granian", "--interface", "asgi", "--factory",
-                              "--host", host, "--port", str(port), "--workers", str(workers),
-                              "--log-level", "warning", "api.app:create_app"])
+    child = sup.spawn("API", api_argv(host, port, workers))
     probe_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     sup.wait_healthy(child, f"http://{probe_host}:{port}/internal/health", timeout=60)
     say(f"API: http://{probe_host}:{port}  (OpenAPI: /schema, /schema/openapi.json)")
@@ -134,7 +170,10 @@ def serve(settings: Settings, host: str, port: int) -> int:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     logs = settings.data_dir / "logs"
     logs.mkdir(exist_ok=True)
+    from api.app import apply_restart_rule
+
     store = Store(settings.db_path)  # migrates, and refuses clearly if another process owns the file
+    apply_restart_rule(store)  # the runner starts afresh: flow runs of jobs still open died with the last start
     if store.count_active_keys() == 0:
         issued = store.issue_key("admin", organization_id="admin", tier="enterprise", prompt_optimization=True,
                                  is_admin=True)
@@ -152,6 +191,7 @@ def serve(settings: Settings, host: str, port: int) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     try:
         start_prefect(sup, logs)
+        start_store(sup, logs)
         start_api(sup, host, port)
         start_runner(sup, logs)
         say("all running; press Ctrl-C to stop")

@@ -1,4 +1,5 @@
-"""The deployments the flow runner serves, by name. The API triggers them as '<flow>/<deployment>'."""
+"""The project's deployments, by name. The API triggers them as '<flow>/<deployment>', wherever they execute: served
+by the embedded flow runner (flows/runner.py), or on a work pool's workers (flows/deploy.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ TRAIN_CUSTOM_ROUTER = "train-custom-router/train-custom-router"
 OPTIMIZE_PROMPT = "optimize-prompt/optimize-prompt"
 
 
-def deployments() -> list[Any]:
+def deployments(**options: Any) -> list[Any]:
+    """`options` go to every `to_deployment` call (flows.deploy passes the work pool and a module entrypoint)."""
     from flows.housekeeping import housekeeping
     from api.settings import get_settings
     from flows.optimize_prompt import optimize_prompt
@@ -18,13 +20,17 @@ def deployments() -> list[Any]:
 
     return [
         housekeeping.to_deployment(name="housekeeping", interval=600,
-                                   description="Reconcile jobs with Prefect, compact event logs, checkpoint DuckDB"),
+                                   description="Reconcile jobs with Prefect, compact event logs, checkpoint DuckDB",
+                                   **options),
         train_custom_router.to_deployment(name="train-custom-router",
-                                          description="Train a preference's custom router from an uploaded CSV"),
+                                          description="Train a preference's custom router from an uploaded CSV",
+                                          **options),
         train_default_router_flow.to_deployment(
             name="train-default-router",
-            description="Retrain the shipped default router on the public RouteLLM data; publish=True replaces it"),
+            description="Retrain the shipped default router on the public RouteLLM data; publish=True replaces it",
+            **options),
         # Runs beyond the limit wait in Prefect (AwaitingConcurrencySlot, i.e. `queued`): the queue is Prefect's.
         optimize_prompt.to_deployment(name="optimize-prompt", concurrency_limit=get_settings().optimize.concurrent_runs,
-                                      description="Optimize a prompt for each target model (DSPy GEPA) and score it"),
+                                      description="Optimize a prompt for each target model (DSPy GEPA) and score it",
+                                      **options),
     ]

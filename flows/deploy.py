@@ -1,0 +1,54 @@
+"""Deploy the project's flows to a Prefect work pool, so that `prefect worker start --pool NAME` executes them
+(`switchboard deploy --pool NAME`). The production counterpart of the embedded flow runner (flows/runner.py).
+
+The deployments are the runner's (flows.registry: same names, so the API triggers them as before), registered
+with a module entrypoint ("flows.train_custom_router.train_custom_router") and no pull steps: a worker's flow run
+imports the flow from the switchboard package installed where the worker runs (a virtual environment for a
+process pool, the image for Docker or Kubernetes pools), so nothing is built or pushed here. A flow run reaches
+storage through the store owner published in SWITCHBOARD_DATA_DIR (flows/storage_access.py), which the worker's
+environment must therefore name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+PROCESS = "process"
+
+
+async def ensure_pool(name: str, pool_type: str) -> bool:
+    """Create the work pool if it does not exist; True when it was created. An existing pool is left as it is
+    (its type and base job template may have been tuned in the UI)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+
+    async with get_client() as client:
+        try:
+            await client.read_work_pool(name)
+            return False
+        except ObjectNotFound:
+            await client.create_work_pool(WorkPoolCreate(name=name, type=pool_type))
+            return True
+
+
+def pool_deployments(pool: str, job_variables: dict[str, Any] | None = None) -> list[Any]:
+    from prefect.deployments.runner import EntrypointType
+
+    from flows.registry import deployments
+
+    return deployments(work_pool_name=pool, entrypoint_type=EntrypointType.MODULE_PATH,
+                       job_variables=job_variables or {})
+
+
+def deploy(pool: str, pool_type: str = PROCESS, create_pool: bool = True,
+           job_variables: dict[str, Any] | None = None) -> list[str]:
+    """Register every deployment on `pool`; returns their '<flow>/<deployment>' names."""
+    if create_pool:
+        asyncio.run(ensure_pool(pool, pool_type))
+    names = []
+    for deployment in pool_deployments(pool, job_variables):
+        deployment.apply(work_pool_name=pool)
+        names.append(f"{deployment.flow_name}/{deployment.name}")
+    return names
