@@ -9,18 +9,20 @@ from storage.records import TIERS
 
 
 def _store():
-    from api.settings import get_settings
+    from api.settings import check_data_dir, get_settings
     from storage.owner import open_store
 
     settings = get_settings()
+    check_data_dir(settings.data_dir)
     return open_store(settings.db_path, settings.run_dir)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from api.settings import get_settings
+    from api.settings import check_data_dir, get_settings
     from api.supervisor import serve
 
     settings = get_settings()
+    check_data_dir(settings.data_dir)  # one clear line, not a traceback from deep inside DuckDB or Prefect
     return serve(settings, args.host or settings.host, args.port or settings.port)
 
 

@@ -159,3 +159,38 @@ def get_settings() -> Settings:
 def reset_settings() -> None:
     """Tests change the environment and call this so the next read sees it."""
     get_settings.cache_clear()
+
+
+def _write_probe(path: Path) -> None:
+    """Write and sync a few KiB, the way the store will (a full disk often shows only at the sync)."""
+    with open(path, "wb") as fh:
+        fh.write(b"\0" * 16384)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def check_data_dir(data_dir: Path) -> None:
+    """Start-up: the data dir must exist (or be creatable) and take a write. Otherwise stop with one line that
+    says what is wrong and what to do (SystemExit prints it without a traceback)."""
+    import errno
+
+    probe = data_dir / f".write-check-{os.getpid()}"
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        _write_probe(probe)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            problem = "has no space left"
+        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            problem = "is not writable (read-only or no permission)"
+        elif exc.errno in (errno.ENOTDIR, errno.EEXIST):
+            problem = "is not a directory (a file is in the way)"
+        else:
+            problem = "cannot be used"
+        raise SystemExit(f"error: the data dir {data_dir} {problem}: {exc.strerror or exc}. Fix it, or point "
+                         "SWITCHBOARD_DATA_DIR at a writable directory with free space.") from None
+    finally:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
