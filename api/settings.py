@@ -51,8 +51,8 @@ class Settings:
     # Per-key rate limits (README "Security and limits"); per_minute 0 = off. Per API worker process.
     rate_limit_per_minute: int = 600
     rate_limit_burst: int = 60
-    select_rate_limit_per_minute: int = 60_000
-    select_rate_limit_burst: int = 2_000
+    select_rate_limit_per_minute: int = 300_000  # above one worker's capacity (~2,000/s): a guard, not a quota
+    select_rate_limit_burst: int = 10_000
 
     @property
     def db_path(self) -> Path:
@@ -151,8 +151,8 @@ def get_settings() -> Settings:
         preference_cache_seconds=_float("SWITCHBOARD_PREFERENCE_CACHE_SECONDS", 5.0),
         rate_limit_per_minute=max(0, _int("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600)),
         rate_limit_burst=max(1, _int("SWITCHBOARD_RATE_LIMIT_BURST", 60)),
-        select_rate_limit_per_minute=max(0, _int("SWITCHBOARD_SELECT_RATE_LIMIT_PER_MINUTE", 60_000)),
-        select_rate_limit_burst=max(1, _int("SWITCHBOARD_SELECT_RATE_LIMIT_BURST", 2_000)),
+        select_rate_limit_per_minute=max(0, _int("SWITCHBOARD_SELECT_RATE_LIMIT_PER_MINUTE", 300_000)),
+        select_rate_limit_burst=max(1, _int("SWITCHBOARD_SELECT_RATE_LIMIT_BURST", 10_000)),
     )
 
 
