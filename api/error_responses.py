@@ -116,6 +116,10 @@ def on_http_exception(request: Request, exc: HTTPException) -> Response:
         item = ValidationErrorItem(loc=["body"], msg=f"body is not valid JSON: {exc.__cause__}", type="json_invalid")
         return Response(content=msgspec.json.encode(HTTPValidationError(detail=[item])), status_code=422,
                         media_type=MediaType.JSON)
+    if exc.status_code == 400 and exc.detail == "Request Entity Too Large":
+        # Litestar's multipart parser hit its part limit; it keeps a 400 for compatibility, the right answer is 413.
+        return envelope(request, 413, "PAYLOAD_TOO_LARGE", "invalid_request_error", "the multipart form has more "
+                        f"than {request.app.multipart_form_part_limit} parts")
     code, type_ = _STATUS_CODES.get(exc.status_code, ("HTTP_ERROR", "api_error" if exc.status_code >= 500
                                                        else "invalid_request_error"))
     message = str(exc.detail)

@@ -32,11 +32,23 @@ class ValidRequest:
 
 
 def placeholders(template: str) -> list[str]:
+    """Plain names only: the flow fills the template with str.format_map, where `{a.b}`, `{a[0]}`, `{0}`, `{}`,
+    `{a!r}` or `{a:>99999999}` would read attributes, crash or blow a prompt up to gigabytes."""
     try:
-        names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+        parts = list(string.Formatter().parse(template))
     except ValueError as exc:
         raise ValidationFailed(f"template is not a valid placeholder template ({exc}); use {{name}} for fields and "
                                "{{ }} for literal braces", code="INVALID_TEMPLATE") from None
+    names = []
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise ValidationFailed(f"template placeholder {shown} is not a plain name; write {{name}} (no attributes,"
+                                   " indexes, conversions or format specs) and {{ }} for literal braces",
+                                   code="INVALID_TEMPLATE", details={"placeholder": shown})
+        names.append(name)
     return list(dict.fromkeys(names))
 
 
@@ -102,7 +114,7 @@ def _evaluation(req: OptimizeRequest, catalogue: Catalogue) -> tuple[str, dict[s
         else:
             try:
                 config = json.loads(config)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder allows
                 raise ValidationFailed("evaluation_config must be a JSON object (or a string holding one)",
                                        code="INVALID_EVALUATION_CONFIG") from None
     if config is None:

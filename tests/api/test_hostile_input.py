@@ -17,6 +17,7 @@ from flows.prompt_opt import metrics
 from tests.api.test_auth_and_errors import assert_envelope, assert_validation_body
 from tests.custom_router.conftest import FakeLauncher
 from tests.custom_router.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
+from tests.prompt_optimization.conftest import body as optimize_body
 
 SELECT = "/v2/modelRouter/modelSelect"
 TRAIN = "/v2/pzn/trainCustomRouter"
@@ -147,6 +148,33 @@ def test_very_many_columns_are_refused_quickly(upload, columns):
     error = assert_envelope(response, 400, "TOO_MANY_COLUMNS", "validation_error")
     assert error["details"] == {"columns": columns, "maximum": 1_000}
     assert elapsed < 10, elapsed  # the header alone is read (the duplicate check used to be quadratic)
+
+
+def test_a_multipart_form_with_too_many_parts_is_413(client, headers):
+    fields = {f"x{i}": "1" for i in range(client.app.multipart_form_part_limit + 10)}
+    response = client.post(TRAIN, data=fields, files={"dataset_file": ("e.csv", csv_bytes(), "text/csv")},
+                           headers=headers)
+    error = assert_envelope(response, 413, "PAYLOAD_TOO_LARGE", "invalid_request_error")  # Litestar says 400
+    assert "parts" in error["message"]
+
+
+# --- prompt optimization requests -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("template", ["Q: {question!r:>100000000}", "Q: {question.__class__}", "Q: {question[0]}",
+                                      "Q: {0}", "Q: {} {question}", "Q: {question!s}"])
+def test_templates_take_plain_placeholders_only(client, headers, template):
+    """The flow fills templates with str.format_map: attributes, indexes and format specs must never reach it."""
+    client.app.state.services.prompt_optimization.launcher = FakeLauncher()
+    response = client.post("/v2/prompt/optimize", json=optimize_body(template=template), headers=headers)
+    error = assert_envelope(response, 400, "INVALID_TEMPLATE", "validation_error")
+    assert "plain name" in error["message"]
+
+
+def test_an_evaluation_config_string_nested_too_deep_is_a_400(client, headers):
+    response = client.post("/v2/prompt/optimize", json=optimize_body(evaluation_config="[" * 100_000),
+                           headers=headers)  # was a RecursionError -> 500
+    assert_envelope(response, 400, "INVALID_EVALUATION_CONFIG", "validation_error")
 
 
 # --- path tricks in ids -----------------------------------------------------------------------------------------
