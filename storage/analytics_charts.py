@@ -104,7 +104,7 @@ def tradeoff_quality_and_cost(conn: duckdb.DuckDBPyConnection) -> Figure:
         return fig
     ts = [r["t"] for r in rows]
     ax.plot(ts, [r["q"] for r in rows], marker="o", label="mean predicted quality")
-    ax.set_xlabel("cost_quality_tradeoff (unset = 0)")
+    ax.set_xlabel("cost_quality_tradeoff (unset plotted at 0)")
     ax.set_ylabel("predicted quality")
     cost_ax = ax.twinx()
     cost_ax.plot(ts, [r["c"] for r in rows], marker="s", color="tab:orange", label="USD per 1k requests")
@@ -175,6 +175,7 @@ def optimization_before_after(conn: duckdb.DuckDBPyConnection, run_id: str | Non
     if rows[0]["origin_score"] is not None:
         ax.axhline(rows[0]["origin_score"], color="grey", linestyle="--", label="origin model")
     ax.set_xticks(list(xs), [r["model"] for r in rows], fontsize="small")
+    ax.set_xlim(-1, len(rows))  # keeps a single target's bars narrow
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("score on the test goldens")
     ax.legend(fontsize="small")

@@ -9,6 +9,7 @@ import duckdb
 import httpx
 import pytest
 
+from api.cli import main
 from storage import analytics
 from storage import owner
 from storage.store import Store
@@ -138,6 +139,9 @@ def test_reading_while_the_service_runs(tmp_path):
         assert one(conn, "SELECT preference_id, name FROM store.preferences") == (first, "first")
         assert one(conn, "SELECT organization_id FROM store.users") == ("acme",)
         assert not [p for p in (server.run_dir / "analytics").iterdir()]  # the snapshot was loaded and removed
+        report = tmp_path / "report.html"  # `switchboard report` reads the same way
+        assert main(["report", "--out", str(report), "--data-dir", str(server.data_dir)]) == 0
+        assert report.read_text(encoding="utf-8").count("data:image/png;base64,") == 8
         assert httpx.post(create, json={"name": "second"}, headers=headers).status_code == 200
         assert one(conn, "SELECT count(*) FROM store.preferences") == (1,)  # a snapshot: reconnect for more
         conn.close()
