@@ -90,3 +90,17 @@ def test_build_encoder_is_deterministic_and_loads(tmp_path):
     assert fz.embedding.dim == 8
     v = fz.featurize("Tom has 3 apples and buys 2 bags of 5 apples. How many apples now?").vector
     assert abs(float(np.linalg.norm(v[:8])) - 1.0) < 1e-4
+
+
+def test_gated_design_opens_only_for_free_form_quantitative_prompts():
+    from api.routing.features import hand_features
+    from api.routing.training.crossval import gated_design
+
+    texts = ["Which?\nA. 1\nB. 2\nC. 3\nD. 4 5 6", "Tom has 3 apples, 4 pears, 5 plums, 6 figs and 7 kiwis. How many?"]
+    H = np.stack([hand_features(t) for t in texts])
+    E = np.ones((2, 4))
+    X, penalty = gated_design(E, H)
+    width = 4 + H.shape[1]
+    assert X.shape == (2, 2 * width) and penalty.shape == (2 * width,)
+    assert not X[0, width:].any(), "multiple choice: the gated block stays shut"
+    assert np.allclose(X[1, width:], X[1, :width]), "five numbers, free form: fully open"

@@ -20,10 +20,11 @@ from pathlib import Path
 import numpy as np
 
 from api.routing.evaluation import summarize, threshold_curve
-from api.routing.features import Featurizer, StaticEmbedding, hand_features, numeric_gate
+from api.routing.features import Featurizer, StaticEmbedding, hand_features
 from api.routing.training.data import load_all
 from api.routing.training.irt import fit_irt, predict_proba
-from api.routing.training.train import GSM8K_WEIGHT, L2, L2_GATED, training_capabilities
+from api.routing.training.crossval import gated_design
+from api.routing.training.train import GSM8K_WEIGHT, training_capabilities
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -103,18 +104,9 @@ def latency_us(encode: Callable[[list[str]], np.ndarray], n: int = 30) -> float:
 
 
 def evaluate_encoder(E, data_dir: Path) -> dict[str, float]:
-    from scipy import sparse
-
     benchmarks = load_all(data_dir)
     prompts = [p for b in benchmarks.values() for p in b.prompts]
-    H = np.stack([hand_features(p) for p in prompts])
-    g = numeric_gate(H)[:, None]
-    if sparse.issparse(E):
-        X = sparse.hstack([E, H, E.multiply(g), H * g]).tocsr()
-    else:
-        X = np.hstack([E, H, E * g, H * g])
-    dim = X.shape[1] // 2
-    penalty = np.concatenate([np.full(dim, L2), np.full(dim, L2_GATED)])
+    X, penalty = gated_design(E, np.stack([hand_features(p) for p in prompts]))
     caps = training_capabilities(REPO / "datasets" / "capability_prior.csv")
     offsets, start = {}, 0
     for name, b in benchmarks.items():
