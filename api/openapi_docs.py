@@ -14,7 +14,7 @@ from api.schemas.common import ErrorResponse, HTTPValidationError
 
 
 def error_responses(*statuses: int, secured: bool = True) -> dict[int, ResponseSpec]:
-    wanted = {400, *statuses} | ({401} if secured else set())
+    wanted = {400, *statuses} | ({401, 429} if secured else set())  # 429: the per-key rate limit (api/rate_limit.py)
     out = {s: ResponseSpec(data_container=ErrorResponse, description=HTTPStatus(s).phrase, generate_examples=False)
            for s in sorted(wanted)}
     out[422] = ResponseSpec(data_container=HTTPValidationError, description="Validation error",

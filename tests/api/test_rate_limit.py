@@ -115,3 +115,13 @@ def test_unauthenticated_requests_do_not_touch_buckets(client):
     for _ in range(5):
         assert client.post(CREATE, json={}, headers={"Authorization": "Bearer sb-nobody"}).status_code == 401
     assert limiter._buckets == {}
+
+
+def test_every_secured_operation_documents_429(client):
+    doc = client.get("/schema/openapi.json").json()
+    for item in doc["paths"].values():
+        for operation in item.values():
+            if operation.get("security"):
+                assert "429" in operation["responses"], operation["operationId"]
+            else:
+                assert "429" not in operation["responses"], operation["operationId"]
