@@ -84,6 +84,17 @@ def test_oversized_json_body_is_413_before_it_is_parsed(client, headers):
     assert "too large" in error["message"]
 
 
+def test_oversized_chunked_body_without_a_length_is_413_while_streaming(client, headers):
+    def chunks():
+        yield b'{"messages": "'
+        for _ in range(300):
+            yield b"x" * 10_000  # 3 MB in all, never announced in a content-length
+        yield b'", "llm_providers": []}'
+
+    response = client.post(SELECT, content=chunks(), headers={**headers, "content-type": "application/json"})
+    assert_envelope(response, 413, "PAYLOAD_TOO_LARGE", "invalid_request_error")
+
+
 def test_a_prompt_longer_than_every_context_window_is_a_clear_400(client, headers):
     response = client.post(SELECT, json={"messages": "word " * 300_000, "llm_providers": PROVIDERS}, headers=headers)
     error = assert_envelope(response, 400, "NO_ELIGIBLE_MODEL", "invalid_request_error")
