@@ -90,6 +90,7 @@ class OptimizeSettings:
     llm_timeout_s: float = 120.0
     api_bases: tuple[tuple[str, str], ...] = ()    # (provider or "*", OpenAI-compatible base URL)
     api_keys: tuple[tuple[str, str], ...] = ()     # (provider or "*", key) for those base URLs
+    secrets: tuple[str, ...] = ()                  # every provider key in the environment: redacted from errors
 
     def api_base(self, provider: str) -> str | None:
         found = dict(self.api_bases)
@@ -114,6 +115,13 @@ def _per_provider(suffix: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _secret_values() -> tuple[str, ...]:
+    """Values of every *_API_KEY / *_API_TOKEN variable (SWITCHBOARD_*_API_KEY, OPENAI_API_KEY, ...): LLM errors
+    are scrubbed of them, since some providers and proxies echo the key they were sent."""
+    return tuple(sorted({v for k, v in os.environ.items() if k.endswith(("_API_KEY", "_API_TOKEN")) and len(v) >= 8},
+                        key=len, reverse=True))
+
+
 def _optimize_settings() -> OptimizeSettings:
     return OptimizeSettings(
         max_cost_usd=_float("SWITCHBOARD_OPTIMIZE_MAX_COST_USD", 5.0),
@@ -127,6 +135,7 @@ def _optimize_settings() -> OptimizeSettings:
         llm_timeout_s=_float("SWITCHBOARD_LLM_TIMEOUT_S", 120.0),
         api_bases=_per_provider("API_BASE"),
         api_keys=_per_provider("API_KEY"),
+        secrets=_secret_values(),
     )
 
 

@@ -8,7 +8,8 @@ Deterministic roles, recognised by the request's content:
 - custom judge: `score: 1` when the text after the last `Answer:` is exactly the taught answer, else `score: 0.2`;
 - reflection (GEPA's instruction writer): returns the current instruction plus OBEY_PHRASE in a ``` block.
 Usage: prompt tokens = characters / 4 of all messages, completion tokens = characters / 4 of the reply (+1 each).
-Failure injection: `failing` models always answer 500; `flaky[model] = n` fails that model's next n calls with 503.
+Failure injection: `failing` models always answer 500; `flaky[model] = n` fails that model's next n calls with 503;
+`rate_limited[model] = n` answers its next n calls 429; `stalled[model] = s` holds each of its calls s seconds first.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class FakeOpenAI:
         self.answers: dict[str, str] = {}
         self.failing: set[str] = set()
         self.flaky: dict[str, int] = {}
+        self.rate_limited: dict[str, int] = {}
+        self.stalled: dict[str, float] = {}
+        self.call_times: list[tuple[str, float]] = []  # (model, monotonic arrival), for backoff checks
         self.delay_s = delay_s
         self.calls: list[tuple[str, str]] = []  # (model, role)
         self._lock = threading.Lock()
@@ -58,7 +62,10 @@ class FakeOpenAI:
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(raw)))
                 self.end_headers()
-                self.wfile.write(raw)
+                try:
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left: expected
+                    pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -85,9 +92,15 @@ class FakeOpenAI:
         messages = body.get("messages") or []
         system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         user = " ".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
-        if self.delay_s:
-            time.sleep(self.delay_s)
         with self._lock:
+            self.call_times.append((model, time.monotonic()))
+        if self.delay_s or model in self.stalled:
+            time.sleep(self.stalled.get(model, self.delay_s))
+        with self._lock:
+            if self.rate_limited.get(model, 0) > 0:
+                self.rate_limited[model] -= 1
+                self.calls.append((model, "error"))
+                return 429, {"error": {"message": "rate limit reached, slow down", "type": "rate_limit_error"}}
             if model in self.failing:
                 self.calls.append((model, "error"))
                 return 500, {"error": {"message": f"{model} is down", "type": "server_error"}}
