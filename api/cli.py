@@ -36,6 +36,8 @@ def cmd_store(args: argparse.Namespace) -> int:
     settings = get_settings()
     host, port = args.host or settings.store_host, args.port or settings.store_port
     os.environ["SWITCHBOARD_STORE_HOST"], os.environ["SWITCHBOARD_STORE_PORT"] = host, str(port)
+    if args.advertise_url:
+        os.environ["SWITCHBOARD_STORE_URL"] = args.advertise_url
     argv = store_owner_argv(host, port)
     os.execv(argv[0], argv)
     return 0  # not reached
@@ -64,7 +66,10 @@ def cmd_api(args: argparse.Namespace) -> int:
 def cmd_deploy(args: argparse.Namespace) -> int:
     from flows.deploy import deploy
 
-    names = deploy(args.pool, pool_type=args.type, create_pool=not args.no_create_pool)
+    job_variables: dict = {"env": dict(pair.split("=", 1) for pair in args.env)} if args.env else {}
+    if args.image:
+        job_variables["image"] = args.image
+    names = deploy(args.pool, pool_type=args.type, create_pool=not args.no_create_pool, job_variables=job_variables)
     print(f"deployed to work pool {args.pool!r}: {', '.join(names)}")
     print(f"start workers with: prefect worker start --pool {args.pool} --type {args.type}")
     return 0
@@ -119,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "(production shape; start it before the API and the flow workers)")
     store.add_argument("--host", help="bind address (default 127.0.0.1, or SWITCHBOARD_STORE_HOST)")
     store.add_argument("--port", type=int, help="port (default 8001, or SWITCHBOARD_STORE_PORT)")
+    store.add_argument("--advertise-url", help="URL published to the other processes (default http://<host>:<port>; "
+                                               "set it when they reach this one by another name, e.g. containers)")
     store.set_defaults(func=cmd_store)
 
     api = sub.add_parser("api", help="run the API alone under granian (production shape)")
@@ -135,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "docker and kubernetes need prefect-docker / "
                                                           "prefect-kubernetes where the workers run)")
     deploy.add_argument("--no-create-pool", action="store_true", help="fail instead of creating a missing pool")
+    deploy.add_argument("--image", help="container image for docker / kubernetes pools (job variable `image`)")
+    deploy.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="environment of every flow run (job variable `env`), repeatable; containers do not "
+                             "inherit the worker's, so name SWITCHBOARD_DATA_DIR and the provider settings here")
     deploy.set_defaults(func=cmd_deploy)
 
     keys = sub.add_parser("keys", help="create, list and revoke API keys")

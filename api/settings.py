@@ -47,6 +47,7 @@ class Settings:
     # preference when the owner's change feed is silent (changes normally arrive within half a second).
     store_host: str = "127.0.0.1"
     store_port: int = 8001
+    store_url: str | None = None  # published in run/owner.json; default http://<store_host>:<store_port>
     preference_cache_seconds: float = 5.0
     # Per-key rate limits (README "Security and limits"); per_minute 0 = off. Per API worker process.
     rate_limit_per_minute: int = 600
@@ -157,6 +158,7 @@ def get_settings() -> Settings:
         optimize=_optimize_settings(),
         store_host=os.environ.get("SWITCHBOARD_STORE_HOST", "127.0.0.1"),
         store_port=_int("SWITCHBOARD_STORE_PORT", 8001),
+        store_url=os.environ.get("SWITCHBOARD_STORE_URL") or None,
         preference_cache_seconds=_float("SWITCHBOARD_PREFERENCE_CACHE_SECONDS", 5.0),
         rate_limit_per_minute=max(0, _int("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600)),
         rate_limit_burst=max(1, _int("SWITCHBOARD_RATE_LIMIT_BURST", 60)),

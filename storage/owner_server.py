@@ -44,7 +44,8 @@ def create_owner_app() -> Litestar:
         store = Store(settings.db_path)  # migrates; refuses clearly if some process holds the file
         endpoint = OwnerEndpoint(store, owner.new_token())
         box["owner"] = endpoint
-        owner.publish(settings.run_dir, advertised_url(settings.store_host, settings.store_port), endpoint.token)
+        url = settings.store_url or advertised_url(settings.store_host, settings.store_port)
+        owner.publish(settings.run_dir, url, endpoint.token)
         log.info("switchboard store owner ready; database %s", settings.db_path)
         try:
             yield
