@@ -24,6 +24,16 @@ from api.settings import OptimizeSettings  # noqa: E402
 from flows.prompt_opt.usage import Ledger  # noqa: E402
 
 
+class ProviderError(RuntimeError):
+    """A provider error whose message carried a key; raised in its place with the key redacted."""
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
 def litellm_route(provider: str, model: str, settings: OptimizeSettings) -> dict[str, Any]:
     """The LiteLLM model string and connection settings for a catalogue model."""
     base = settings.api_base(provider)
@@ -46,11 +56,22 @@ class BilledLM(dspy.LM):
         self.sb_provider, self.sb_model, self.sb_prices = provider, model, prices
         self.sb_ledger, self.sb_task_type, self.sb_position, self.sb_role = ledger, task_type, position, role
         self._sb_local = threading.local()  # per-thread call start, for the provider latency of each record
+        self.sb_secrets = settings.secrets + tuple(v for _, v in settings.api_keys if v not in settings.secrets)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.sb_ledger.check()
         self._sb_local.started = time.perf_counter()
-        return super().__call__(*args, **kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as exc:
+            # Some providers and proxies echo the key they were sent (e.g. in a 401); the message of an LLM error
+            # ends up in logs and in the run's stored results, so the key is cut out here, where every call passes.
+            # `from None`: the original, key and all, is not chained into tracebacks.
+            message = str(exc)
+            clean = redact(message, self.sb_secrets)
+            if clean != message:
+                raise ProviderError(f"{type(exc).__name__}: {clean}") from None
+            raise
 
     def update_history(self, entry: dict[str, Any]) -> None:
         # Called once per provider response (never for cache hits: the cache is off). History is not kept:

@@ -118,15 +118,15 @@ def test_provider_keys_appear_in_no_log_error_or_stored_record(canary_llm, data_
 
     route = litellm_route("openai", "gpt-4o-mini", get_settings().optimize)
     assert route["api_key"] == PROVIDER_SECRETS["SWITCHBOARD_OPENAI_API_KEY"]  # the key really is in use
-    # The origin model answers (billed calls carrying the key); the target's provider fails with a 500 that
-    # outlives the retries, so its error is stored and logged.
-    canary_llm.failing.add("claude-haiku-4-5")
+    # The origin model answers (billed calls carrying the key); the target's provider answers 401 quoting the key
+    # it was sent, as some providers and proxies do: that error is stored and logged, with the key cut out.
+    canary_llm.echo_key.add("claude-haiku-4-5")
     run_id = start_run([("anthropic", "claude-haiku-4-5")], origin=("openai", "gpt-4o-mini"), fake=canary_llm,
                        evaluation_metric="JSON_Match", as_json=True)
     summary = optimize_prompt(run_id)
     run, usage = stored(run_id)
     target = next(r for r in run.results if r.model == "claude-haiku-4-5")
-    assert summary["status"] == "failed" and target.result_status == "failed" and target.error
+    assert summary["status"] == "failed" and target.result_status == "failed" and "[redacted]" in target.error
     assert {r["model"] for r in usage} >= {"gpt-4o-mini"} and run.error
 
     secrets = list(PROVIDER_SECRETS.values())
@@ -138,3 +138,18 @@ def test_provider_keys_appear_in_no_log_error_or_stored_record(canary_llm, data_
         assert not [tc for tc, v in text_columns(store).items() if any(s in str(x) for x in v for s in secrets)]
     finally:
         store.close()
+
+
+def test_a_provider_error_quoting_the_key_is_raised_with_the_key_cut_out(canary_llm, everything_logged):
+    from flows.prompt_opt.llm import BilledLM, ProviderError
+    from flows.prompt_opt.usage import Ledger
+
+    canary_llm.echo_key.add("gpt-4o-mini")
+    lm = BilledLM(provider="openai", model="gpt-4o-mini", prices=(0.15, 0.6),
+                  ledger=Ledger("run", "alice", "acme", 1.0), task_type="evaluation", position=0, role="target",
+                  settings=get_settings().optimize)
+    with pytest.raises(ProviderError) as raised:
+        lm(messages=[{"role": "user", "content": "hi"}])
+    text = str(raised.value)
+    assert "Incorrect API key provided: Bearer [redacted]" in text and raised.value.__suppress_context__
+    assert not [s for s in PROVIDER_SECRETS.values() if s in text + logged_text(everything_logged)]

@@ -34,6 +34,7 @@ class FakeOpenAI:
     def __init__(self, delay_s: float = 0.0) -> None:
         self.answers: dict[str, str] = {}
         self.failing: set[str] = set()
+        self.echo_key: set[str] = set()  # models that answer 401 quoting the bearer key they were sent
         self.flaky: dict[str, int] = {}
         self.rate_limited: dict[str, int] = {}
         self.stalled: dict[str, float] = {}
@@ -57,6 +58,10 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 status, payload = fake.respond(body)
+                if body.get("model") in fake.echo_key:  # as some providers and proxies do
+                    status, payload = 401, {"error": {"type": "invalid_request_error", "code": "invalid_api_key",
+                                                      "message": "Incorrect API key provided: "
+                                                                 + self.headers.get("authorization", "")}}
                 raw = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
