@@ -62,11 +62,11 @@ def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple
 
 
 @task(name="embed-prompts", cache_policy=NO_CACHE)
-def embed_prompts(prompts: list[str], language: str, batch: int = 1000) -> np.ndarray:
+def embed_prompts(prompts: list[str], encoder_name: str, batch: int = 1000) -> np.ndarray:
     from api.custom_router.encoders import encoder_for
 
     logger = get_run_logger()
-    encoder = encoder_for(language, num_threads=os.cpu_count() or 1)
+    encoder = encoder_for(encoder_name, num_threads=os.cpu_count() or 1)
     started, parts = time.perf_counter(), []
     for i in range(0, len(prompts), batch):
         parts.append(encoder.vectors(prompts[i:i + batch]))
@@ -76,9 +76,9 @@ def embed_prompts(prompts: list[str], language: str, batch: int = 1000) -> np.nd
 
 
 @task(name="fit-linear-heads", cache_policy=NO_CACHE)
-def fit_linear(x: np.ndarray, y: np.ndarray, folds: np.ndarray,
-               cfg: training.TrainConfig) -> tuple[np.ndarray, np.ndarray]:
-    return training.linear_oof(x, y, folds, cfg)
+def fit_linear(x: np.ndarray, y: np.ndarray, folds: np.ndarray, views: tuple,
+               cfg: training.TrainConfig) -> tuple[np.ndarray, np.ndarray, dict]:
+    return training.linear_views_oof(x, y, folds, views, cfg, log=get_run_logger().info)
 
 
 @task(name="fit-xgboost", cache_policy=NO_CACHE)
@@ -159,14 +159,18 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         _check_open(store, job_id)
         store.update_job(job_id, status="processing", only_if_open=True)
         prompts, y, scale = load_dataset(dataset_path, models, maximize)
-        x = embed_prompts(prompts, language)
-        from api.custom_router.encoders import encoder_for
+        from api.custom_router.encoders import encoder_for, encoder_name_for_upload
 
-        emb = x[:, :encoder_for(language).embedding_dim]
+        encoder_name = encoder_name_for_upload(language, prompts)
+        logger.info("encoder %s for %s prompts of %d characters in all", encoder_name, f"{len(prompts):,}",
+                    sum(len(p) for p in prompts))
+        x = embed_prompts(prompts, encoder_name)
+        encoder = encoder_for(encoder_name)
+        emb = x[:, encoder.knn_columns]
         cfg = training.config_for(len(prompts))
         folds = training.fold_ids(prompts, cfg.folds)
         _check_open(store, job_id)
-        lin_oof, linear = fit_linear(x, y, folds, cfg)
+        lin_oof, linear, linear_info = fit_linear(x, y, folds, encoder.views, cfg)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         xgb_oof = fit_xgboost(x, y, folds, str(staging), cfg)
@@ -176,11 +180,12 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
                                          np.array([m["input_price"] for m in models], float),
                                          np.array([m["output_price"] for m in models], float))
         stacker, stacked, schedule = calibrate([lin_oof, xgb_oof, knn], y, cost)
+        stacker["linear_views"] = linear_info
         keys = [m["key"] for m in models]
         report = evaluate(stacked, y, cost, schedule, keys, {"linear": lin_oof, "xgboost": xgb_oof, "knn": knn})
         report["scale"] = scale
         spec = {"format": FORMAT, "job_id": job_id, "preference_id": preference_id, "language": language,
-                "feature_version": _feature_version(language), "models": models, "schedule": schedule,
+                "encoder": encoder_name, "feature_version": encoder.version, "models": models, "schedule": schedule,
                 "stacker": stacker, "knn": {"k": cfg.knn_k, "temperature": cfg.knn_temperature},
                 "xgb": {"folds": cfg.folds, "rounds": cfg.xgb_rounds, "depth": cfg.xgb_depth, "eta": cfg.xgb_eta},
                 "score_scale": scale, "rows": len(prompts),
@@ -210,10 +215,3 @@ def _peak_rss_mb() -> float:
     import resource
 
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def _feature_version(language: str) -> str:
-    from api.custom_router.encoders import MULTILINGUAL_VERSION
-    from api.routing.features import FEATURE_VERSION
-
-    return FEATURE_VERSION if language == "english" else MULTILINGUAL_VERSION

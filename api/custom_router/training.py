@@ -5,8 +5,8 @@ Steps (each a task of the `train-custom-router` flow, see flows/train_custom_rou
    table's own min and max (one scale for all models, so models stay comparable); 0/1 data is unchanged;
 2. folds: K folds by a hash of the prompt (stable under re-ordering);
 3. base predictors per model, each with out-of-fold predictions: linear (soft-label logistic regression, all models
-   in one L-BFGS problem), XGBoost (`reg:logistic` on the 0..1 quality, one booster per fold, averaged when
-   serving), kNN (similarity-weighted mean over the 30 nearest training prompts of the other folds);
+   in one L-BFGS problem; one head per view of the encoder, mixed by out-of-fold routing gain), XGBoost
+   (`reg:logistic` on the 0..1 quality, one booster per fold, averaged when serving), kNN (similarity-weighted mean over the 30 nearest training prompts of the other folds);
 4. blend and calibration: the three out-of-fold probabilities are averaged with the weights (from a small grid)
    whose predicted differences between models best track the observed ones (routing is about differences), and
    each model's blend is Platt-scaled to the observed quality, so q_m is calibrated on the score scale;
@@ -111,6 +111,32 @@ def linear_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig
     return oof, fit_logistic(x, y, cfg.l2_c, start=np.mean(fold_weights, axis=0))
 
 
+VIEW_MIX = (0.0, 0.25, 0.5, 0.75, 1.0)  # weight of the second view's logit when an encoder has two
+
+
+def linear_views_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, views, cfg: TrainConfig,
+                     log=print) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One linear head per view of the encoder (columns, own L2 C); with two views their logits are mixed,
+    z = (1 - a) z_1 + a z_2, with the `a` whose out-of-fold predictions route best (`routing_gain`). A mix of linear heads is itself linear, so the result is one (d + 1, M) matrix over the whole vector
+    and serving stays one matrix-vector product. Returns (out-of-fold probabilities, weights, what was chosen)."""
+    from dataclasses import replace
+
+    heads = [(cols, *linear_oof(x[:, cols], y, folds, replace(cfg, l2_c=c))) for _, cols, c in views]
+    mixes = [(1.0,)] if len(heads) == 1 else [(1.0 - a, a) for a in VIEW_MIX]
+    gain = {m: routing_gain(sum(w * logit(oof) for w, (_, oof, _) in zip(m, heads)), y) for m in mixes}
+    best = max(mixes, key=gain.get)
+    weights = np.zeros((x.shape[1] + 1, y.shape[1]))
+    for w, (cols, _, head) in zip(best, heads):
+        weights[cols] += w * head[:-1]
+        weights[-1] += w * head[-1]
+    oof = heads[0][1] if len(heads) == 1 else sigmoid(sum(w * logit(o) for w, (_, o, _) in zip(best, heads)))
+    info = {"views": [v[0] for v in views], "mix": [float(w) for w in best],
+            "routing_gain": {",".join(f"{w:.2f}" for w in m): round(v, 4) for m, v in gain.items()}}
+    if len(heads) > 1:
+        log(f"linear views {info['views']}: mix {info['mix']} (out-of-fold routing gain by mix: {info['routing_gain']})")
+    return oof, weights, info
+
+
 def knn_oof(emb: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig, chunk: int = 2048) -> np.ndarray:
     """kNN predictions for each row from the rows of the other folds (never itself)."""
     oof = np.zeros_like(y)
@@ -172,6 +198,26 @@ def pairwise_agreement(z: np.ndarray, y: np.ndarray) -> float:
                 pairs += 1
                 continue
             total += float(np.corrcoef(_ranks(p), _ranks(d[keep]))[0, 1])  # Spearman: routing ranks prompts
+            pairs += 1
+    return total / pairs if pairs else 0.0
+
+
+def routing_gain(z: np.ndarray, y: np.ndarray) -> float:
+    """How much of the possible gain routing by the predicted differences recovers, averaged over model pairs:
+    for a pair (a, b), rows are sent to a in order of predicted z_a - z_b, and the area under the cumulative
+    observed gain sum(y_a - y_b) is placed between random order (0) and the oracle's order (1). For two models
+    this is APGR up to an affine map; unlike a rank correlation on the rows where the models differ, it also
+    charges a predictor for ranking ties (rows where either model would do) ahead of real wins."""
+    total, pairs = 0.0, 0
+    for a in range(y.shape[1]):
+        for b in range(a + 1, y.shape[1]):
+            d = y[:, a] - y[:, b]
+            area = lambda order: float(np.cumsum(d[order]).sum())  # noqa: E731
+            rand = float(d.sum()) * (len(d) + 1) / 2
+            best = area(np.argsort(-d, kind="stable"))
+            if best - rand < 1e-9:
+                continue
+            total += (area(np.argsort(-(z[:, a] - z[:, b]), kind="stable")) - rand) / (best - rand)
             pairs += 1
     return total / pairs if pairs else 0.0
 

@@ -62,6 +62,8 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir):
     assert folder.name == params["job_id"] and (folder / "router.json").exists()
     spec = json.loads((folder / "router.json").read_text())
     assert spec["xgb"]["folds"] == 5  # small uploads get 5 folds
+    # A small English upload gets the e5 view beside the static one (both heads, mixed by out-of-fold gain).
+    assert spec["encoder"] == "english+e5" and spec["stacker"]["linear_views"]["views"] == ["static", "e5"]
     assert len(list((folder / "xgb").glob("*.json"))) == 2 * 5 and not list(folder.parent.glob(".*partial"))
 
     h = {"Authorization": f"Bearer {key}"}
@@ -92,6 +94,30 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir):
                    for row in pq.read_table(part).to_pylist()]
         assert routers[0] == f"custom:{params['job_id']}"
         assert routers[3].endswith("+default") and "knows none" in routers[4]
+
+
+def test_large_english_uploads_stay_on_the_static_featurizer(data_dir, monkeypatch):
+    from api.catalogue import load_catalogue
+    from api.custom_router import encoders
+    from api.custom_router.model import load_custom_router
+    from api.routing.features import FEATURE_VERSION
+    from api.routing.router import Candidate
+    from flows.train_custom_router import train_custom_router
+
+    monkeypatch.setattr(encoders, "E5_ENGLISH_MAX_CHARS", 0)  # every upload counts as large
+    params, _ = prepare()
+    train_custom_router(**params)
+    store = Store(get_settings().db_path)
+    folder = store.router_state(params["preference_id"]).live.artefact_path
+    store.close()
+    router = load_custom_router(folder)
+    assert router.spec["encoder"] == "english" and router.spec["feature_version"] == FEATURE_VERSION
+    assert not router.needs_text  # serving reuses modelSelect's own features
+    catalogue = load_catalogue()
+    cands = [Candidate(e.provider, e.model, e.input_price, e.output_price)
+             for e in (catalogue.get("openai", "gpt-4o"), catalogue.get("openai", "gpt-4o-mini"))]
+    q = router.predict_quality(None, cands, text=MATH)
+    assert q[0] > q[1]
 
 
 def test_mixing_keeps_known_scores_and_shifts_unknown_ones():
