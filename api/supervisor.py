@@ -153,8 +153,11 @@ def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
 
 
 def start_runner(sup: Supervisor, logs: Path) -> None:
+    from api.child_restarts import settle_orphans
     from flows.registry import HOUSEKEEPING
 
+    if not sup.settings.prefect_api_url:  # our Prefect server, and its one runner is not running now
+        settle_orphans(sup)
     # The runner polls Prefect for scheduled runs; its default (10 s) would eat a sixth of the 60 s budget from a
     # router-training upload to a live router. 2 s costs one tiny local HTTP call per poll.
     sup.env.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
@@ -165,6 +168,7 @@ def start_runner(sup: Supervisor, logs: Path) -> None:
 
 
 def serve(settings: Settings, host: str, port: int) -> int:
+    from api.child_restarts import ChildRestarts
     from storage.store import Store
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -189,20 +193,24 @@ def serve(settings: Settings, host: str, port: int) -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
+    code = 0
     try:
         start_prefect(sup, logs)
         start_store(sup, logs)
         start_api(sup, host, port)
         start_runner(sup, logs)
         say("all running; press Ctrl-C to stop")
+        restarts = ChildRestarts(sup, {"Prefect server": lambda: start_prefect(sup, logs),
+                                       "store owner": lambda: start_store(sup, logs),
+                                       "API": lambda: start_api(sup, host, port),
+                                       "flow runner": lambda: start_runner(sup, logs)})
         while not sup.stopping:
-            for child in sup.children:
-                if not child.alive():
-                    say(f"{child.name} exited unexpectedly (code {child.process.returncode}); shutting down")
-                    sup.stopping = True
-                    break
+            crashed = next((child for child in sup.children if not child.alive()), None)
+            if crashed is not None and not restarts.handle(crashed):
+                code = 1
+                sup.stopping = True
             time.sleep(0.5)
     finally:
         sup.stop_all()
         say("stopped")
-    return 0
+    return code

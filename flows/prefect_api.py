@@ -53,3 +53,28 @@ async def cancel(flow_run_id: str) -> None:
 
     async with get_client() as client:
         await client.set_flow_run_state(UUID(flow_run_id), Cancelling(message="superseded"), force=True)
+
+
+ORPHAN_STATES = ("RUNNING", "PENDING", "CANCELLING")
+
+
+async def settle_orphaned_runs(api_url: str, message: str, housekeeping: str | None = None) -> list[str]:
+    """Crash every flow run left Running/Pending by a flow runner that died, and queue `housekeeping` (if named and
+    anything was crashed) so storage follows. Only for a Prefect server whose one runner is known to be dead: the
+    embedded `serve` calls it before (re)starting its runner. Crashing frees the runs' concurrency slots, which a
+    zombie `Running` optimize-prompt run would otherwise hold for ever."""
+    from prefect.client.orchestration import PrefectClient
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+    from prefect.deployments import run_deployment
+    from prefect.states import Crashed
+
+    wanted = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+        any_=[StateType(s) for s in ORPHAN_STATES])))
+    async with PrefectClient(api_url) as client:
+        runs = await client.read_flow_runs(flow_run_filter=wanted)
+        for run in runs:
+            await client.set_flow_run_state(run.id, Crashed(message=message), force=True)
+        if runs and housekeeping:
+            await run_deployment(housekeeping, client=client, timeout=0, as_subflow=False)
+    return [str(run.id) for run in runs]

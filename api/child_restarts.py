@@ -1,0 +1,99 @@
+"""What `switchboard serve` does when one of its children dies unexpectedly (kill -9, out of memory, a crash).
+
+A production supervisor keeps the service up, so the crashed child is restarted, with the children that cannot
+outlive it:
+- the store owner and the API restart alone: API workers and flow runs find the restarted owner through
+  run/owner.json and wait for it meanwhile (storage/owner.py), so runs in flight go on (they resume);
+- the Prefect server holds the runner's in-flight flow runs, so the runner restarts with it;
+- the runner restarts alone: the API keeps answering (modelSelect never notices).
+Survivors of a crashed child's process group (granian workers, the runner's flow subprocesses) are killed with
+SIGKILL, not asked to stop: their work is lost either way. Before a runner starts, flow runs a dead runner left
+`Running` are marked Crashed and housekeeping is queued, so their jobs end `failed` with the reason instead of
+staying `processing` (flows.prefect_api.settle_orphaned_runs). A child that crashes more than RESTART_LIMIT times
+within RESTART_WINDOW_S is not restarted again: the supervisor stops everything and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from api.supervisor import Child, Supervisor
+
+RESTART_LIMIT, RESTART_WINDOW_S = 3, 300.0
+# A crash of the key also restarts these (see the module docstring); names are Child.name.
+RESTARTS_WITH = {"Prefect server": ("flow runner",)}
+ORPHAN_REASON = ("the flow runner stopped while this run was executing (it crashed or was killed); "
+                 "start the job again")
+
+
+def kill_group(child: "Child") -> None:
+    try:
+        os.killpg(child.process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    child.process.wait()
+
+
+@dataclass
+class ChildRestarts:
+    sup: "Supervisor"
+    starters: dict[str, Callable[[], None]]  # child name -> start it again (spawn + wait until healthy)
+    crashes: dict[str, deque[float]] = field(default_factory=dict)  # child name -> recent crash times
+
+    def handle(self, crashed: "Child") -> bool:
+        """Restart `crashed` and the children that go with it; False when the supervisor should give up."""
+        from api.supervisor import say
+
+        now = time.monotonic()
+        recent = self.crashes.setdefault(crashed.name, deque())
+        recent.append(now)
+        while recent and now - recent[0] > RESTART_WINDOW_S:
+            recent.popleft()
+        code = crashed.process.returncode
+        if len(recent) > RESTART_LIMIT or crashed.name not in self.starters:
+            say(f"{crashed.name} exited unexpectedly (code {code}); "
+                f"{len(recent)} crashes within {RESTART_WINDOW_S:.0f}s: shutting down")
+            return False
+        names = {crashed.name, *RESTARTS_WITH.get(crashed.name, ())}
+        affected = [c for c in self.sup.children if c.name in names]
+        say(f"{crashed.name} exited unexpectedly (code {code}); restarting "
+            + ", ".join(c.name for c in affected))
+        for child in reversed(affected):
+            kill_group(child)
+        order = [c.name for c in self.sup.children]
+        self.sup.children = [c for c in self.sup.children if c not in affected]
+        try:
+            for child in affected:  # in start order, each waits until healthy
+                self.starters[child.name]()
+        except SystemExit as exc:  # a child that cannot start again: give up cleanly
+            say(f"could not restart: {exc}")
+            return False
+        self.sup.children.sort(key=lambda c: order.index(c.name) if c.name in order else len(order))
+        say("all running again")
+        return True
+
+
+def settle_orphans(sup: "Supervisor") -> None:
+    """Before the embedded runner starts: no runner is alive, so a flow run still Running/Pending is an orphan."""
+    import asyncio
+
+    from api.supervisor import say
+    from flows.registry import HOUSEKEEPING
+
+    os.environ.setdefault("PREFECT_HOME", sup.env.get("PREFECT_HOME", ""))  # never touch ~/.prefect from here
+    try:
+        from flows.prefect_api import settle_orphaned_runs
+
+        crashed = asyncio.run(settle_orphaned_runs(sup.env["PREFECT_API_URL"], ORPHAN_REASON, HOUSEKEEPING))
+    except Exception as exc:  # never a reason not to start; housekeeping reconciles later
+        say(f"could not check for flow runs left behind by a stopped runner: {type(exc).__name__}: {exc}")
+        return
+    if crashed:
+        say(f"{len(crashed)} flow run(s) left running by a stopped runner marked crashed; housekeeping queued")
