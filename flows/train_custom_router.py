@@ -161,7 +161,7 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         prompts, y, scale = load_dataset(dataset_path, models, maximize)
         from api.custom_router.encoders import encoder_for, encoder_name_for_upload
 
-        encoder_name = encoder_name_for_upload(language, prompts)
+        encoder_name = encoder_name_for_upload(language, prompts, get_settings().custom_router_e5_max_chars)
         logger.info("encoder %s for %s prompts of %d characters in all", encoder_name, f"{len(prompts):,}",
                     sum(len(p) for p in prompts))
         x = embed_prompts(prompts, encoder_name)

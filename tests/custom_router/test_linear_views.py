@@ -10,11 +10,14 @@ from api.custom_router.model import logit, sigmoid
 
 
 def test_small_english_uploads_get_e5_and_large_ones_stay_static():
-    small = ["What is 2 + 2?"] * 100
-    large = ["x" * 1000] * (encoders.E5_ENGLISH_MAX_CHARS // 1000 + 1)
-    assert encoders.encoder_name_for_upload("english", small) == "english+e5"
-    assert encoders.encoder_name_for_upload("english", large) == "english"
-    assert encoders.encoder_name_for_upload("multilingual", small) == "multilingual"
+    from api.settings import Settings
+
+    limit = Settings.custom_router_e5_max_chars
+    small, large = ["What is 2 + 2?"] * 100, ["x" * 1000] * (limit // 1000 + 1)
+    assert encoders.encoder_name_for_upload("english", small, limit) == "english+e5"
+    assert encoders.encoder_name_for_upload("english", large, limit) == "english"
+    assert encoders.encoder_name_for_upload("english", small, 0) == "english"  # 0 turns the e5 view off
+    assert encoders.encoder_name_for_upload("multilingual", small, limit) == "multilingual"
 
 
 def test_routing_gain_is_one_for_the_oracle_order_zero_for_none_and_negative_reversed():

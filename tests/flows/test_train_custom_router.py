@@ -98,13 +98,14 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir):
 
 def test_large_english_uploads_stay_on_the_static_featurizer(data_dir, monkeypatch):
     from api.catalogue import load_catalogue
-    from api.custom_router import encoders
     from api.custom_router.model import load_custom_router
     from api.routing.features import FEATURE_VERSION
     from api.routing.router import Candidate
+    from api.settings import reset_settings
     from flows.train_custom_router import train_custom_router
 
-    monkeypatch.setattr(encoders, "E5_ENGLISH_MAX_CHARS", 0)  # every upload counts as large
+    monkeypatch.setenv("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", "0")  # every upload counts as large
+    reset_settings()
     params, _ = prepare()
     train_custom_router(**params)
     store = Store(get_settings().db_path)
