@@ -147,7 +147,8 @@ class EnglishE5Encoder:
         self.version = f"{english.version}|{E5_VERSION}"
         self.dim = english.dim + e5.dim
         self.knn_columns = slice(english.dim, self.dim)
-        self.views = (("static", slice(0, english.dim), STATIC_LINEAR_C), ("e5", slice(english.dim, self.dim), E5_VIEW_C))
+        self.views = (("static", slice(0, english.dim), STATIC_LINEAR_C),
+                      ("e5", slice(english.dim, self.dim), E5_VIEW_C))
 
     def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray:
         return np.concatenate([self.english.vector(text, features), self.e5.embed_one(text)]).astype(np.float32)
