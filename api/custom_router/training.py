@@ -6,7 +6,8 @@ Steps (each a task of the `train-custom-router` flow, see flows/train_custom_rou
 2. folds: K folds by a hash of the prompt (stable under re-ordering);
 3. base predictors per model, each with out-of-fold predictions: linear (soft-label logistic regression, all models
    in one L-BFGS problem; one head per view of the encoder, mixed by out-of-fold routing gain), XGBoost
-   (`reg:logistic` on the 0..1 quality, one booster per fold, averaged when serving), kNN (similarity-weighted mean over the 30 nearest training prompts of the other folds);
+   (`reg:logistic` on the 0..1 quality, one booster per fold, averaged when serving), kNN (similarity-weighted
+   mean over the 30 nearest training prompts of the other folds);
 4. blend and calibration: the three out-of-fold probabilities are averaged with the weights (from a small grid)
    whose predicted differences between models best track the observed ones (routing is about differences), and
    each model's blend is Platt-scaled to the observed quality, so q_m is calibrated on the score scale;
@@ -117,7 +118,8 @@ VIEW_MIX = (0.0, 0.25, 0.5, 0.75, 1.0)  # weight of the second view's logit when
 def linear_views_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, views, cfg: TrainConfig,
                      log=print) -> tuple[np.ndarray, np.ndarray, dict]:
     """One linear head per view of the encoder (columns, own L2 C); with two views their logits are mixed,
-    z = (1 - a) z_1 + a z_2, with the `a` whose out-of-fold predictions route best (`routing_gain`). A mix of linear heads is itself linear, so the result is one (d + 1, M) matrix over the whole vector
+    z = (1 - a) z_1 + a z_2, with the `a` whose out-of-fold predictions route best (`routing_gain`). A mix of
+    linear heads is itself linear, so the result is one (d + 1, M) matrix over the whole vector
     and serving stays one matrix-vector product. Returns (out-of-fold probabilities, weights, what was chosen)."""
     from dataclasses import replace
 
@@ -133,7 +135,8 @@ def linear_views_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, views, cfg
     info = {"views": [v[0] for v in views], "mix": [float(w) for w in best],
             "routing_gain": {",".join(f"{w:.2f}" for w in m): round(v, 4) for m, v in gain.items()}}
     if len(heads) > 1:
-        log(f"linear views {info['views']}: mix {info['mix']} (out-of-fold routing gain by mix: {info['routing_gain']})")
+        log(f"linear views {info['views']}: mix {info['mix']} "
+            f"(out-of-fold routing gain by mix: {info['routing_gain']})")
     return oof, weights, info
 
 
