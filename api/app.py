@@ -131,7 +131,9 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         # Behind a live store owner (`switchboard store`: several API workers, flows on work pools) this process
         # is a client; otherwise it opens the DuckDB file itself and serves the owner routes (a single worker).
-        store = owner.open_store(settings.db_path, settings.run_dir)
+        # An owner file whose owner does not answer may be a store owner restarting: waiting a little keeps this
+        # process from opening the file and locking it out (a crashed single-process owner costs 10 s more).
+        store = owner.open_store(settings.db_path, settings.run_dir, wait_for_owner_s=10.0)
         owns_store = isinstance(store, Store)
         services = build_services(settings, store, owns_store)
         services_box["services"] = services
