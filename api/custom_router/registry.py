@@ -101,6 +101,10 @@ class CustomRouterRegistry:
     def entry(self, preference_id: str) -> Entry | None:
         return self._entries.get(preference_id)
 
+    def embeds_text(self, preference_id: str) -> bool:
+        entry = self._entries.get(preference_id)
+        return entry is not None and entry.router is not None and entry.router.needs_text
+
     def for_preference(self, preference: Preference | None) -> "CustomRouter | None":
         if preference is None:
             return None

@@ -50,10 +50,17 @@ class RouterSource(Protocol):
 
     def for_preference(self, preference: Preference | None) -> ScoringRouter | None: ...
 
+    def embeds_text(self, preference_id: str) -> bool:
+        """True when the preference's live router runs a text encoder of its own (e5: tens of milliseconds)."""
+        ...
+
 
 class NoCustomRouters:
     def for_preference(self, preference: Preference | None) -> ScoringRouter | None:
         return None
+
+    def embeds_text(self, preference_id: str) -> bool:
+        return False
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,11 @@ class SelectionService:
             raise NotFound(f"preference {preference_id!r} not found for this API key's user",
                            code="PREFERENCE_NOT_FOUND", details={"preference_id": preference_id})
         return pref
+
+    def may_block(self, req: ModelSelectRequest) -> bool:
+        """Whether select() may take tens of milliseconds (a custom router that embeds the text with e5), so the
+        caller should run it off the event loop. Ownership of the preference is checked by select() itself."""
+        return req.preference_id is not None and self.custom_routers.embeds_text(req.preference_id)
 
     def select(self, req: ModelSelectRequest, user: User, type_param: str | None) -> ModelSelectResponse:
         started = time.perf_counter_ns()

@@ -12,7 +12,8 @@ from api.custom_router.model import logit, sigmoid
 def test_small_english_uploads_get_e5_and_large_ones_stay_static():
     from api.settings import Settings
 
-    limit = Settings.custom_router_e5_max_chars
+    assert Settings.custom_router_e5_max_chars == 0  # opt-in
+    limit = 600_000
     small, large = ["What is 2 + 2?"] * 100, ["x" * 1000] * (limit // 1000 + 1)
     assert encoders.encoder_name_for_upload("english", small, limit) == "english+e5"
     assert encoders.encoder_name_for_upload("english", large, limit) == "english"

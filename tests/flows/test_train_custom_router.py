@@ -44,10 +44,13 @@ def prepare(rows: int = 60, language: str = "english") -> tuple[dict, str]:
     return params, key
 
 
-def test_flow_publishes_a_router_that_model_select_uses(data_dir):
+def test_flow_publishes_a_router_that_model_select_uses(data_dir, monkeypatch):
     from api.app import create_app
+    from api.settings import reset_settings
     from flows.train_custom_router import train_custom_router
 
+    monkeypatch.setenv("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", "600000")  # opt in to the e5 view
+    reset_settings()
     params, key = prepare()
     result = train_custom_router(**params)
     assert result["router_quality_t0"] == 1.0 and result["best_single_quality"] == 0.5
@@ -62,7 +65,7 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir):
     assert folder.name == params["job_id"] and (folder / "router.json").exists()
     spec = json.loads((folder / "router.json").read_text())
     assert spec["xgb"]["folds"] == 5  # small uploads get 5 folds
-    # A small English upload gets the e5 view beside the static one (both heads, mixed by out-of-fold gain).
+    # Opted in, a small English upload gets the e5 view beside the static one (both heads, mixed by out-of-fold gain).
     assert spec["encoder"] == "english+e5" and spec["stacker"]["linear_views"]["views"] == ["static", "e5"]
     assert len(list((folder / "xgb").glob("*.json"))) == 2 * 5 and not list(folder.parent.glob(".*partial"))
 

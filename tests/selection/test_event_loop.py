@@ -1,0 +1,44 @@
+"""modelSelect keeps the event loop free: a custom router that embeds text with e5 (tens of milliseconds) runs
+in a worker thread, the default path stays on the loop (a thread hop would cost more than its ~0.3 ms)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from api.selection.service import NoCustomRouters
+
+SELECT = "/v2/modelRouter/modelSelect"
+
+
+class RecordingRouters(NoCustomRouters):
+    """A RouterSource whose named preference 'embeds text'; it notes whether it was asked on the event loop."""
+
+    def __init__(self, slow_preference: str) -> None:
+        self.slow_preference = slow_preference
+        self.on_event_loop: list[bool] = []
+
+    def embeds_text(self, preference_id: str) -> bool:
+        return preference_id == self.slow_preference
+
+    def for_preference(self, preference):
+        try:
+            asyncio.get_running_loop()
+            self.on_event_loop.append(True)
+        except RuntimeError:
+            self.on_event_loop.append(False)
+        return None  # then the default router decides
+
+
+def test_an_e5_router_runs_off_the_event_loop_and_the_default_path_on_it(client, auth):
+    h = auth()
+    create = lambda: client.post("/v2/preferences/userPreferenceCreate", headers=h, json={"name": "p"})  # noqa: E731
+    slow, plain = create().json()["preference_id"], create().json()["preference_id"]
+    routers = RecordingRouters(slow)
+    client.app.state.services.selection.custom_routers = routers
+    body = {"messages": "Translate 'good morning' into Finnish.",
+            "llm_providers": [{"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model": "gpt-4o-mini"}]}
+
+    for pid in (slow, plain, None):
+        r = client.post(SELECT, headers=h, json={**body, "preference_id": pid} if pid else body)
+        assert r.status_code == 200, r.text
+    assert routers.on_event_loop == [False, True, True]
