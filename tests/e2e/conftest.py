@@ -34,6 +34,21 @@ class Service:
     output: list[str]
     env: dict[str, str]
 
+    def parts(self) -> dict[str, int]:
+        """pid of each process-group leader the supervisor runs now: prefect, store, api, runner."""
+        found = {}
+        pid = self.process.pid
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except FileNotFoundError:  # exited meanwhile
+                continue
+            for part, marker in (("prefect", "prefect server start"), ("store", "owner_server:create_owner_app"),
+                                 ("api", "api.app:create_app"), ("runner", "flows.runner")):
+                if marker in cmd:
+                    found[part] = int(child)
+        return found
+
     def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:
         if self.process.poll() is None:
             self.process.send_signal(sig)
