@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.api.test_auth_and_errors import assert_envelope
-from tests.custom_router.conftest import FakeLauncher
+from tests.fakes.launcher import FakeLauncher
 from tests.custom_router.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
 from tests.prompt_optimization.conftest import body as optimize_body
 

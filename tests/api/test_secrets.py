@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from api.settings import get_settings, reset_settings
+from api.settings import get_settings
 from storage.keys import hash_key
 from storage.store import Store
-from tests.fakes.network import forbid_network
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.provider import fake_provider
 from tests.flows.test_optimize_prompt import start_run, stored
 
 CREATE = "/v2/preferences/userPreferenceCreate"
@@ -98,17 +98,8 @@ def test_key_and_owner_token_comparisons_are_constant_time(client, issue_key, mo
 
 @pytest.fixture
 def canary_llm(data_dir, monkeypatch) -> Iterator[FakeOpenAI]:
-    fake = FakeOpenAI().start()
-    monkeypatch.setenv("SWITCHBOARD_LLM_API_BASE", fake.base_url)
-    monkeypatch.setenv("SWITCHBOARD_LLM_RETRIES", "0")
-    for name, value in PROVIDER_SECRETS.items():
-        monkeypatch.setenv(name, value)
-    reset_settings()
-    refused = forbid_network(monkeypatch)
-    yield fake
-    fake.stop()
-    reset_settings()
-    assert refused == []
+    with fake_provider(monkeypatch, retries=0, **PROVIDER_SECRETS) as fake:
+        yield fake
 
 
 @pytest.mark.usefixtures("prefect_harness")

@@ -9,25 +9,10 @@ from typing import Any
 import pytest
 
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
+from tests.fakes.launcher import FakeLauncher
 
 TRAIN = "/v2/pzn/trainCustomRouter"
 SELECT = "/v2/modelRouter/modelSelect"
-
-
-class FakeLauncher:
-    def __init__(self) -> None:
-        self.triggered: list[tuple[str, dict[str, Any]]] = []
-        self.cancelled: list[str] = []
-        self.fail_with: Exception | None = None
-
-    async def trigger(self, deployment: str, parameters: dict[str, Any]) -> str:
-        if self.fail_with is not None:
-            raise self.fail_with
-        self.triggered.append((deployment, parameters))
-        return f"flow-run-{len(self.triggered)}"
-
-    async def cancel(self, flow_run_id: str) -> None:
-        self.cancelled.append(flow_run_id)
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from litestar.testing import TestClient
 
-from tests.custom_router.conftest import SELECT, FakeLauncher, error
+from tests.custom_router.conftest import SELECT, error
+from tests.fakes.launcher import FakeLauncher
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
 
 PAIR = [{"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model": "gpt-4o-mini"}]

@@ -13,8 +13,8 @@ import pytest
 from api.settings import get_settings, reset_settings
 from storage.optimization_records import ORIGIN
 from storage.store import Store
-from tests.fakes.network import forbid_network
 from tests.fakes.openai_server import OBEY_PHRASE, FakeOpenAI, capital_goldens, teach_goldens
+from tests.fakes.provider import fake_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 TEMPLATE = "Answer the question.\nQuestion: {question}"
@@ -22,15 +22,8 @@ TEMPLATE = "Answer the question.\nQuestion: {question}"
 
 @pytest.fixture
 def fake_llm(data_dir, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
-    fake = FakeOpenAI().start()
-    monkeypatch.setenv("SWITCHBOARD_LLM_API_BASE", fake.base_url)
-    monkeypatch.setenv("SWITCHBOARD_LLM_RETRIES", "1")
-    reset_settings()
-    refused = forbid_network(monkeypatch)  # DSPy, LiteLLM and GEPA may only talk to the fake (and Prefect) here
-    yield fake
-    fake.stop()
-    reset_settings()
-    assert refused == []
+    with fake_provider(monkeypatch, retries=1) as fake:
+        yield fake
 
 
 def start_run(targets: list[tuple[str, str]], origin: tuple[str, str] | None = ("openai", "gpt-4o"),

@@ -7,23 +7,11 @@ from typing import Any
 
 import pytest
 
-from api.settings import reset_settings
-from tests.fakes.network import forbid_network
 from tests.fakes.openai_server import FakeOpenAI, capital_goldens
+from tests.fakes.launcher import FakeLauncher
+from tests.fakes.provider import fake_provider
 
 OPTIMIZE = "/v2/prompt/optimize"
-
-
-class FakeLauncher:
-    def __init__(self) -> None:
-        self.triggered: list[tuple[str, dict[str, Any]]] = []
-        self.fail_with: Exception | None = None
-
-    async def trigger(self, deployment: str, parameters: dict[str, Any]) -> str:
-        if self.fail_with is not None:
-            raise self.fail_with
-        self.triggered.append((deployment, parameters))
-        return f"flow-run-{len(self.triggered)}"
 
 
 @pytest.fixture
@@ -36,15 +24,8 @@ def launcher(client) -> FakeLauncher:
 @pytest.fixture
 def fake_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
     """The fake server, with every provider's base URL pointed at it (SWITCHBOARD_LLM_API_BASE)."""
-    fake = FakeOpenAI().start()
-    monkeypatch.setenv("SWITCHBOARD_LLM_API_BASE", fake.base_url)
-    monkeypatch.setenv("SWITCHBOARD_LLM_RETRIES", "2")
-    reset_settings()
-    refused = forbid_network(monkeypatch)
-    yield fake
-    fake.stop()
-    reset_settings()
-    assert refused == []
+    with fake_provider(monkeypatch, retries=2) as fake:
+        yield fake
 
 
 def body(n_train: int = 25, n_test: int = 5, **extra: Any) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from flows.prompt_opt.usage import Ledger
 from storage import events
 from storage.optimization_records import ModelResult
 from tests.fakes.openai_server import capital_goldens
-from tests.prompt_optimization.conftest import OPTIMIZE, FakeLauncher, body
+from tests.fakes.launcher import FakeLauncher
+from tests.prompt_optimization.conftest import OPTIMIZE, body
 
 pytestmark = pytest.mark.usefixtures("launcher")
 

@@ -8,7 +8,6 @@ import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 SELECT = "/v2/modelRouter/modelSelect"
 FEEDBACK = "/v2/report/metrics/feedback"
