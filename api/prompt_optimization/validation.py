@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import string
 from dataclasses import dataclass
 from typing import Any
 
 from api.catalogue import Catalogue
 from api.errors import ApiError, ValidationFailed
+from api.prompt_optimization import templates
 from api.schemas.prompt_optimization import GoldenRecord, OptimizeRequest, RequestProvider
 from storage.records import User
 
@@ -32,24 +32,11 @@ class ValidRequest:
 
 
 def placeholders(template: str) -> list[str]:
-    """Plain names only: the flow fills the template with str.format_map, where `{a.b}`, `{a[0]}`, `{0}`, `{}`,
-    `{a!r}` or `{a:>99999999}` would read attributes, crash or blow a prompt up to gigabytes."""
     try:
-        parts = list(string.Formatter().parse(template))
-    except ValueError as exc:
-        raise ValidationFailed(f"template is not a valid placeholder template ({exc}); use {{name}} for fields and "
-                               "{{ }} for literal braces", code="INVALID_TEMPLATE") from None
-    names = []
-    for _, name, spec, conversion in parts:
-        if name is None:
-            continue
-        if not name.isidentifier() or spec or conversion:
-            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
-            raise ValidationFailed(f"template placeholder {shown} is not a plain name; write {{name}} (no attributes,"
-                                   " indexes, conversions or format specs) and {{ }} for literal braces",
-                                   code="INVALID_TEMPLATE", details={"placeholder": shown})
-        names.append(name)
-    return list(dict.fromkeys(names))
+        return templates.placeholders(template)
+    except templates.TemplateError as exc:
+        raise ValidationFailed(str(exc), code="INVALID_TEMPLATE",
+                               details={"placeholder": exc.placeholder} if exc.placeholder else None) from None
 
 
 def split_goldens(goldens: list[Any]) -> tuple[list[Any], list[Any]]:

@@ -13,23 +13,11 @@ the template, whose placeholders are therefore the caller's own (checked by `to_
 
 from __future__ import annotations
 
-import string
 from typing import Any
 
 import dspy
 
-
-def placeholders(template: str) -> list[str]:
-    """Placeholder names in order of first appearance ({{ and }} are literal braces)."""
-    seen: list[str] = []
-    for _, name, _, _ in string.Formatter().parse(template):
-        if name is not None and name != "" and name not in seen:
-            seen.append(name)
-    return seen
-
-
-def fill(template: str, values: dict[str, str]) -> str:
-    return template.format_map({k: values.get(k, "") for k in placeholders(template)})
+from api.prompt_optimization.templates import fill, placeholders
 
 
 class TemplateAdapter(dspy.Adapter):

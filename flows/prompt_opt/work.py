@@ -16,7 +16,8 @@ import dspy
 from api.settings import OptimizeSettings
 from flows.prompt_opt import metrics
 from flows.prompt_opt.llm import BilledLM, text_of
-from flows.prompt_opt.program import PromptProgram, fill, internal_name, to_program
+from api.prompt_optimization.templates import fill
+from flows.prompt_opt.program import PromptProgram, internal_name, to_program
 from flows.prompt_opt.usage import CostCeilingExceeded, Ledger
 
 @dataclass(frozen=True)

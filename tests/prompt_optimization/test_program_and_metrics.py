@@ -8,7 +8,8 @@ import pytest
 
 from api.settings import get_settings
 from flows.prompt_opt import metrics
-from flows.prompt_opt.program import placeholders, to_program, to_prompt
+from api.prompt_optimization.templates import placeholders
+from flows.prompt_opt.program import to_program, to_prompt
 from flows.prompt_opt.usage import CostCeilingExceeded, Ledger
 from tests.fakes.openai_server import OBEY_PHRASE, capital_goldens, teach_goldens
 
