@@ -40,7 +40,6 @@ class Settings:
     upload_parse_seconds: float
     auth_cache_seconds: float
     session_flush_seconds: float
-    today_override: str | None
     # Prompt optimization (see README "Prompt optimization"); defaults keep tests and old callers working.
     optimize: "OptimizeSettings | None" = None
     # The store-owner process (README "Production shape"): where it listens; how long API workers trust a cached
@@ -158,7 +157,6 @@ def get_settings() -> Settings:
         upload_parse_seconds=_float("SWITCHBOARD_UPLOAD_PARSE_SECONDS", 20.0),
         auth_cache_seconds=_float("SWITCHBOARD_AUTH_CACHE_SECONDS", 30.0),
         session_flush_seconds=_float("SWITCHBOARD_SESSION_FLUSH_SECONDS", 1.0),
-        today_override=os.environ.get("SWITCHBOARD_TODAY") or None,
         optimize=_optimize_settings(),
         store_host=os.environ.get("SWITCHBOARD_STORE_HOST", "127.0.0.1"),
         store_port=_int("SWITCHBOARD_STORE_PORT", 8001),
