@@ -65,7 +65,9 @@ class FeedbackService:
                              f"{session['chosen_label_provider']}/{session['chosen_label_model']}",
                              code="PROVIDER_MISMATCH", details={"session_id": report.session_id})
 
-        embedding = self.selection.embed_text(msgspec.json.decode(session["content"]))
+        embedding = session.get("embedding")
+        if embedding is None:  # an older session, read back from the log: embed its stored messages again
+            embedding = self.selection.embed_text(msgspec.json.decode(session["content"]))
         predicted = float(session["predicted_quality"][list(session["eligible"]).index(chosen)])
         feedback_id = str(uuid.uuid4())
         label = int(report.feedback.accuracy)

@@ -166,7 +166,7 @@ class SelectionService:
             "tradeoff": opts.tradeoff, "cost_quality_tradeoff": opts.cost_quality_tradeoff,
             "max_model_depth": opts.max_model_depth, "router": router_name, "personalised": personalised,
             "featurize_us": (featurized - started) // 1000, "decide_us": (done - featurized) // 1000,
-        })
+        }, embedding=None if opts.hash_content else self.embedding(features).copy())
         return ModelSelectResponse(providers=[chosen.label], session_id=session_id)
 
     def embedding(self, features: QueryFeatures) -> np.ndarray:

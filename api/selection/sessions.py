@@ -93,6 +93,12 @@ def session_created_s(session_id: str) -> float | None:
     return (value >> 80) / 1000.0 if (value >> 76) & 0xF == 0x7 else None
 
 
+# What feedback reads from a recent session: the in-memory index keeps these instead of the whole row, whose bulk
+# is the messages (feedback needs only their routing embedding, taken at decision time): ~1 KB a session, not ~5.
+FEEDBACK_FIELDS = ("session_id", "user_id", "preference_id", "hashed", "eligible", "predicted_quality", "chosen",
+                   "chosen_label_provider", "chosen_label_model")
+
+
 class SessionLog:
     def __init__(self, events_dir: Path, flush_seconds: float, recent: int = 20_000) -> None:
         self.events_dir, self.flush_seconds = events_dir, flush_seconds
@@ -112,14 +118,18 @@ class SessionLog:
         self.sessions.close()
         self.feedback.close()
 
-    def record(self, row: dict[str, Any]) -> None:
+    def record(self, row: dict[str, Any], embedding: Any = None) -> None:
+        """Log the decision; index it for feedback with the query's routing embedding (None for hashed ones)."""
         self.sessions.add(row)
+        recent = {name: row[name] for name in FEEDBACK_FIELDS}
+        recent["embedding"] = embedding
         with self._lock:
-            self._recent[row["session_id"]] = row
+            self._recent[row["session_id"]] = recent
             if len(self._recent) > self._recent_max:
                 self._recent.popitem(last=False)
 
     def find(self, session_id: str) -> dict[str, Any] | None:
+        """A recent session's FEEDBACK_FIELDS and embedding, or else the whole stored row (without embedding)."""
         with self._lock:
             row = self._recent.get(session_id)
         if row is not None:

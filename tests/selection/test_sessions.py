@@ -3,6 +3,9 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 
+import msgspec
+import numpy as np
+
 from api.selection.sessions import SessionLog, new_session_id
 
 
@@ -28,9 +31,31 @@ def test_find_serves_recent_rows_then_parquet_after_restart(tmp_path):
     ids = [new_session_id() for _ in range(3)]
     for i in ids:
         log.record(row(i))
-    assert log.find(ids[2])["chosen"] == "a/b"   # in memory, not yet flushed
+    recent = log.find(ids[2])                     # in memory, not yet flushed: what feedback needs, not the row
+    assert recent["chosen"] == "a/b" and recent["embedding"] is None and "content" not in recent
     log.close()                                   # clean shutdown flushes
     reopened = SessionLog(tmp_path / "events", flush_seconds=60)
     found = reopened.find(ids[0])
     assert found["session_id"] == ids[0] and list(found["eligible"]) == ["a/b"]
     assert reopened.find(new_session_id()) is None
+
+
+def test_feedback_embedding_is_the_same_from_memory_and_from_the_log(client, auth):
+    """Feedback on a recent session uses the embedding taken at decision time; on an older one it embeds the stored
+    messages again. Both must give the personalisation memory the same vector."""
+    h = auth()
+    services = client.app.state.services
+    pid = client.post("/v2/preferences/userPreferenceCreate", json={}, headers=h).json()["preference_id"]
+    body = {"messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Summarise the plot of Hamlet in two sentences."}],
+            "llm_providers": [{"provider": "openai", "model": "gpt-4o"}], "preference_id": pid}
+    sid = client.post("/v2/modelRouter/modelSelect", json=body, headers=h).json()["session_id"]
+    in_memory = services.sessions.find(sid)["embedding"]
+    services.sessions.sessions.flush()
+    from_log = services.sessions._find_flushed(sid)
+    again = services.selection.embed_text(msgspec.json.decode(from_log["content"]))
+    np.testing.assert_allclose(in_memory, again, rtol=1e-6, atol=1e-7)
+    r = client.post("/v2/report/metrics/feedback", headers=h,
+                    json={"session_id": sid, "provider": {"provider": "openai", "model": "gpt-4o"},
+                          "feedback": {"accuracy": 1}})
+    assert r.status_code == 200, r.text
