@@ -80,7 +80,7 @@ def main() -> int:
             pid, upload_s = upload(svc, data, providers)
             polls = 0
             while True:
-                r = client.post(f"{svc.url}/v2/modelRouter/modelSelect", headers=svc.headers,
+                r = client.post(f"{svc.api_url}/v2/modelRouter/modelSelect", headers=svc.headers,
                                 json={"messages": "What is the derivative of x^3?", "llm_providers": providers,
                                       "preference_id": pid})
                 polls += 1

@@ -1,4 +1,5 @@
-"""Start the real API (granian, one worker) on a temp data dir for a benchmark, with one API key."""
+"""Local service processes for benchmarks and end-to-end tests: the bare API under granian (`running_api`, one
+worker, one API key) and the whole `switchboard serve` (`start_service`), each on free ports."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +20,7 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
 
 
 @dataclass
@@ -81,3 +84,74 @@ def running_api() -> Iterator[LocalApi]:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+@dataclass
+class Service:
+    """A running `switchboard serve` (Prefect server, store owner, API, flow runner) and what it printed."""
+
+    process: subprocess.Popen
+    data_dir: Path
+    api_url: str
+    prefect_url: str
+    admin_key: str | None
+    output: list[str]
+    env: dict[str, str]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.admin_key}"}
+
+    def parts(self) -> dict[str, int]:
+        """pid of each process-group leader the supervisor runs now: prefect, store, api, runner."""
+        found = {}
+        pid = self.process.pid
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except FileNotFoundError:  # exited meanwhile
+                continue
+            for part, marker in (("prefect", "prefect server start"), ("store", "owner_server:create_owner_app"),
+                                 ("api", "api.app:create_app"), ("runner", "flows.runner")):
+                if marker in cmd:
+                    found[part] = int(child)
+        return found
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 60) -> int:
+        """Stop it as Ctrl-C would; kill it if it has not stopped within `timeout`. Returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def start_service(data_dir: Path, api_port: int, prefect_port: int, timeout: float = 150) -> Service:
+    """`switchboard serve` on this data dir and these ports, returned once it says everything runs."""
+    env = dict(os.environ)
+    env.pop("PREFECT_API_URL", None)
+    env.update(SWITCHBOARD_DATA_DIR=str(data_dir), SWITCHBOARD_PREFECT_PORT=str(prefect_port),
+               PREFECT_RUNNER_POLL_FREQUENCY="2", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    process = subprocess.Popen([str(BIN / "switchboard"), "serve", "--port", str(api_port)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError("switchboard serve exited early:\n" + "".join(output))
+        output.append(line)
+        if "all running" in line:
+            break
+    else:
+        process.kill()
+        raise AssertionError("switchboard serve did not start:\n" + "".join(output))
+    # Keep draining output so the child never blocks on a full pipe.
+    threading.Thread(target=lambda: output.extend(iter(process.stdout.readline, "")), daemon=True).start()
+    keys = [line.strip() for line in output if re.fullmatch(r"sb-[A-Za-z0-9_-]{20,}", line.strip())]
+    return Service(process, data_dir, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{prefect_port}/api",
+                   keys[0] if keys else None, output, env)

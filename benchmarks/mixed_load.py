@@ -38,10 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from benchmarks.local_api import tree_rss_mb  # noqa: E402
 from benchmarks.routing_latency import CANDIDATES, LUA, to_ms  # noqa: E402
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes  # noqa: E402
-from tests.e2e.conftest import Service, free_port, start_service  # noqa: E402
+from benchmarks.local_api import Service, free_port, start_service, tree_rss_mb  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens  # noqa: E402
 
 CONNECTIONS = 8

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from tests.e2e.conftest import free_port, start_service  # noqa: E402
+from benchmarks.local_api import free_port, start_service  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens  # noqa: E402
 
 TARGETS = [{"provider": "openai", "model": "gpt-4o-mini"}, {"provider": "anthropic", "model": "claude-haiku-4-5"},

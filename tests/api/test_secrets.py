@@ -68,7 +68,7 @@ def test_api_keys_never_reach_logs_or_error_bodies(client, issue_key, everything
     for key in (issued.key, revoked.key, issued.key + "x", "sb-" + "A" * 400):
         response = client.post(CREATE, json={}, headers={"Authorization": f"Bearer {key}"})
         bodies.append(response.text if response.status_code != 200 else "")
-        bodies.append(client.delete(f"/v2/preferences/userPreferenceDelete/nope",
+        bodies.append(client.delete("/v2/preferences/userPreferenceDelete/nope",
                                     headers={"Authorization": f"Bearer {key}"}).text)
     text = logged_text(everything_logged) + "\n".join(bodies)
     for key in (issued.key, revoked.key):

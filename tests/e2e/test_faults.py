@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
-from tests.e2e.conftest import Service, free_port, start_service
+from benchmarks.local_api import Service, free_port, start_service
 from tests.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
 
 pytestmark = pytest.mark.e2e

@@ -8,7 +8,7 @@ import time
 import pytest
 from notdiamond import NotDiamond
 
-from tests.e2e.conftest import Service
+from benchmarks.local_api import Service
 from tests.fakes.openai_server import OBEY_PHRASE, FakeOpenAI, capital_goldens, teach_goldens
 
 pytestmark = pytest.mark.e2e

@@ -23,7 +23,7 @@ import pytest
 from notdiamond import NotDiamond
 
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
-from tests.e2e.conftest import BIN, free_port
+from benchmarks.local_api import BIN, free_port
 from tests.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
 
 pytestmark = pytest.mark.e2e
