@@ -186,6 +186,9 @@ class Jobs:
 def run_wrk(script: Path, url: str, seconds: int, index: int) -> Minute:
     out = subprocess.run(["wrk", "-t1", "-c", str(CONNECTIONS), "-d", f"{seconds}s", "--latency", "-s", str(script),
                           url], capture_output=True, text=True, check=True).stdout
+    if "Requests/sec" not in out or "server errors (5xx)" not in out:  # keep the run going; show what wrk said
+        print(f"minute {index}: unexpected wrk output:\n{out}", flush=True)
+        return Minute(index, 0.0, float("nan"), float("nan"), 0, 0, 0, "wrk output unreadable")
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     socket = re.search(r"Socket errors: (.*)", out)
     return Minute(index, float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),

@@ -52,8 +52,12 @@ end
 
 
 def to_ms(value: str) -> float:
-    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", value).groups()
-    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    """wrk's latency figure ('850.00us', '2.07ms', '1.20s', '1.01m') in milliseconds; NaN when it printed none."""
+    found = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", value)
+    if found is None:
+        return float("nan")
+    number, unit = found.groups()
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}[unit]
 
 
 def main() -> int:
