@@ -166,9 +166,18 @@ def train_default_router(
 ) -> TrainingReport:
     """Train, evaluate on held-out rows and write out_dir/router.json. `seed` is recorded; nothing is random.
     With rebuild_encoder the static embedding is distilled again first (e5_cache: folder caching e5 vectors)."""
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS thread: reductions split over several threads change the last digits, and the artefact must
+    # reproduce byte for byte on any machine (the flow checks it against the committed one).
+    with threadpool_limits(limits=1):
+        return _train(Path(data_dir), Path(out_dir), seed, prior_path, rebuild_encoder, e5_cache)
+
+
+def _train(data_dir: Path, out_dir: Path, seed: int, prior_path: Path | None, rebuild_encoder: bool,
+           e5_cache: Path | None) -> TrainingReport:
     from api.routing.default_router import DEFAULT_PRIOR_PATH
 
-    data_dir, out_dir = Path(data_dir), Path(out_dir)
     prior_path = Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH
     featurizer = ensure_encoder(out_dir, data_dir, rebuild_encoder, e5_cache)
     benchmarks = load_all(data_dir)
