@@ -83,8 +83,8 @@ def main() -> int:
                              capture_output=True, text=True, check=True).stdout
         rss_end = tree_rss_mb(api.pid)
 
-    p50 = to_ms(re.search(r"50%\s+(\S+)", out).group(1))
-    p99 = to_ms(re.search(r"99%\s+(\S+)", out).group(1))
+    p50 = to_ms(re.search(r"^\s*50%\s+(\S+)", out, re.M).group(1))
+    p99 = to_ms(re.search(r"^\s*99%\s+(\S+)", out, re.M).group(1))
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", out)) else 0
     errors = re.search(r"Socket errors: .*", out)
