@@ -43,38 +43,35 @@ def _stacked_bars(ax: Any, rows: list[dict[str, Any]], x: str, group: str, value
     ax.tick_params(axis="x", labelrotation=30)
 
 
-def cost_by_day_and_model(conn: duckdb.DuckDBPyConnection) -> Figure:
-    fig, ax = _figure("LLM cost per day and model (USD)")
-    rows = _rows(conn, "SELECT day, provider || '/' || model AS model, sum(cost_usd) AS cost FROM llm_cost"
-                       " GROUP BY ALL ORDER BY day")
+def _stacked_chart(conn: duckdb.DuckDBPyConnection, title: str, sql: str, what: str, x: str, group: str,
+                   value: str, unit: str) -> Figure:
+    """One query, one stacked bar chart (value per x, stacked by group), or a note that there is no data yet."""
+    fig, ax = _figure(title)
+    rows = _rows(conn, sql)
     if not rows:
-        _nothing(ax, "LLM usage")
+        _nothing(ax, what)
     else:
-        _stacked_bars(ax, rows, "day", "model", "cost")
-        ax.set_ylabel("USD")
+        _stacked_bars(ax, rows, x, group, value)
+        ax.set_ylabel(unit)
     return fig
+
+
+def cost_by_day_and_model(conn: duckdb.DuckDBPyConnection) -> Figure:
+    return _stacked_chart(conn, "LLM cost per day and model (USD)",
+                          "SELECT day, provider || '/' || model AS model, sum(cost_usd) AS cost FROM llm_cost"
+                          " GROUP BY ALL ORDER BY day", "LLM usage", "day", "model", "cost", "USD")
 
 
 def cost_by_task_type(conn: duckdb.DuckDBPyConnection) -> Figure:
-    fig, ax = _figure("LLM cost by task type and organization (USD)")
-    rows = _rows(conn, "SELECT task_type, organization_id, sum(cost_usd) AS cost FROM llm_cost GROUP BY ALL")
-    if not rows:
-        _nothing(ax, "LLM usage")
-    else:
-        _stacked_bars(ax, rows, "task_type", "organization_id", "cost")
-        ax.set_ylabel("USD")
-    return fig
+    return _stacked_chart(conn, "LLM cost by task type and organization (USD)",
+                          "SELECT task_type, organization_id, sum(cost_usd) AS cost FROM llm_cost GROUP BY ALL",
+                          "LLM usage", "task_type", "organization_id", "cost", "USD")
 
 
 def decisions_by_day_and_model(conn: duckdb.DuckDBPyConnection) -> Figure:
-    fig, ax = _figure("Routing decisions per day, by chosen model")
-    rows = _rows(conn, "SELECT day, chosen, sum(decisions) AS n FROM routing_daily GROUP BY ALL ORDER BY day")
-    if not rows:
-        _nothing(ax, "routing decisions")
-    else:
-        _stacked_bars(ax, rows, "day", "chosen", "n")
-        ax.set_ylabel("decisions")
-    return fig
+    return _stacked_chart(conn, "Routing decisions per day, by chosen model",
+                          "SELECT day, chosen, sum(decisions) AS n FROM routing_daily GROUP BY ALL ORDER BY day",
+                          "routing decisions", "day", "chosen", "n", "decisions")
 
 
 def chosen_vs_candidates(conn: duckdb.DuckDBPyConnection) -> Figure:
