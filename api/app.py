@@ -25,11 +25,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("switchboard.api")
 
 
-def owner_url(settings: Settings) -> str:
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-    return f"http://{host}:{settings.port}"
-
-
 def apply_restart_rule(store: "AnyStore") -> None:
     """Fail the jobs and runs still open: their flow runs died with the previous start (api/custom_router/startup.py).
     Applied where the flow runs' executor restarts together with the store: by `switchboard serve` before its
@@ -83,7 +78,7 @@ def rate_limiter(settings: Settings):
                         JOBS: Limit(settings.rate_limit_per_minute, settings.rate_limit_burst)})
 
 
-def prompt_optimization_service(settings: Settings, store: "Store", catalogue):
+def prompt_optimization_service(settings: Settings, store: "AnyStore", catalogue):
     from api.prompt_optimization.launcher import PrefectRunLauncher
     from api.prompt_optimization.service import PromptOptimizationService
 
@@ -143,7 +138,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         tune_garbage_collector()
         publishing = owns_store and publish_owner
         if publishing:
-            owner.publish(settings.run_dir, owner_url(settings), services.rpc_token)
+            owner.publish(settings.run_dir, owner.reachable_url(settings.host, settings.port), services.rpc_token)
         log.info("switchboard API ready; data dir %s; %s", settings.data_dir,
                  "owns the store" if owns_store else "store owner at its published URL")
         try:

@@ -147,9 +147,11 @@ def api_argv(host: str, port: int, workers: int) -> list[str]:
 def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
     sup.env["SWITCHBOARD_HOST"], sup.env["SWITCHBOARD_PORT"] = host, str(port)
     child = sup.spawn("API", api_argv(host, port, workers))
-    probe_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    sup.wait_healthy(child, f"http://{probe_host}:{port}/internal/health", timeout=60)
-    say(f"API: http://{probe_host}:{port}  (OpenAPI: /schema, /schema/openapi.json)")
+    from storage.owner import reachable_url
+
+    url = reachable_url(host, port)
+    sup.wait_healthy(child, f"{url}/internal/health", timeout=60)
+    say(f"API: {url}  (OpenAPI: /schema, /schema/openapi.json)")
 
 
 def start_runner(sup: Supervisor, logs: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from api.supervisor import Child, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -33,12 +34,6 @@ class LocalApi:
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tree_rss_mb(pid: int) -> float:
@@ -82,8 +77,7 @@ def running_api() -> Iterator[LocalApi]:
             raise RuntimeError("the API did not start")
         yield LocalApi(base, key, server.pid, data_dir)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        Child("API", server).stop(timeout=30)
 
 
 @dataclass

@@ -30,6 +30,12 @@ class OwnerInfo(msgspec.Struct):
     pid: int
 
 
+def reachable_url(host: str, port: int) -> str:
+    """The URL others on this machine use for a server bound to host:port (a wildcard bind is reached on loopback)."""
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{host}:{port}"
+
+
 def owner_file(run_dir: Path) -> Path:
     return run_dir / "owner.json"
 

@@ -20,12 +20,6 @@ from storage.owner_endpoint import OwnerEndpoint
 log = logging.getLogger("switchboard.store")
 
 
-def advertised_url(host: str, port: int) -> str:
-    """The URL others use to reach a server bound to host:port (a wildcard bind is reached on loopback)."""
-    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    return f"http://{host}:{port}"
-
-
 def create_owner_app() -> Litestar:
     from api.controllers.internal import OWNER_ROUTES
     from api.error_responses import EXCEPTION_HANDLERS
@@ -44,7 +38,7 @@ def create_owner_app() -> Litestar:
         store = Store(settings.db_path)  # migrates; refuses clearly if some process holds the file
         endpoint = OwnerEndpoint(store, owner.new_token())
         box["owner"] = endpoint
-        url = settings.store_url or advertised_url(settings.store_host, settings.store_port)
+        url = settings.store_url or owner.reachable_url(settings.store_host, settings.store_port)
         owner.publish(settings.run_dir, url, endpoint.token)
         log.info("switchboard store owner ready; database %s", settings.db_path)
         try:

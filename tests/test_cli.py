@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -12,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from api.supervisor import Child, free_port
 from storage import owner
 from storage.keys import hash_key
 from storage.store import Store
@@ -205,12 +204,6 @@ def test_a_locked_database_gets_a_clear_error(cli, tmp_path):
 # --- while the API runs, the CLI goes through the owner ---------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def running_api(cli):
     port = free_port()
@@ -235,13 +228,7 @@ def running_api(cli):
             time.sleep(0.1)
         yield url
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        Child("API", process).stop(timeout=20)
         log.close()
 
 

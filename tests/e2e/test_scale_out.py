@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 from notdiamond import NotDiamond
 
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
+from api.supervisor import Child
 from benchmarks.local_api import BIN, free_port
 from tests.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
 
@@ -74,13 +74,7 @@ class Shape:
     def stop(self) -> dict[str, int | None]:
         codes: dict[str, int | None] = {}
         for name, process in reversed(list(self.processes.items())):
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
+            Child(name, process).stop(timeout=30)  # SIGTERM to its process group, SIGKILL after the timeout
             codes[name] = process.returncode
         return codes
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import textwrap
 import time
@@ -22,6 +21,7 @@ import httpx
 import msgspec
 import pytest
 
+from api.supervisor import free_port
 from storage import owner
 from storage.keys import hash_key
 from storage.records import ApiKeyInfo, IssuedKey, Job, Preference, PreferenceChanges
@@ -31,12 +31,6 @@ from storage.store import DatabaseLocked, Store
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 CREATE = "/v2/preferences/userPreferenceCreate"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def child_env(data_dir: Path, port: int | None = None) -> dict[str, str]:
