@@ -173,10 +173,11 @@ class SessionLog:
         only older days. This worker's own files come back too; replaying a session's feedback is idempotent."""
         today = datetime.now(timezone.utc).date()
         root = events.table_dir(self.events_dir, "feedback")
-        files = sorted(f for day in (today - timedelta(days=1), today)
-                       for f in (root / f"day={day.isoformat()}").glob("part-*.parquet")
-                       if f not in self._feedback_seen)
-        self._feedback_seen.update(files)
+        watched = sorted(f for day in (today - timedelta(days=1), today)
+                         for f in (root / f"day={day.isoformat()}").glob("part-*.parquet"))
+        files = [f for f in watched if f not in self._feedback_seen]
+        # Remember only what is still watched: a worker lists up to one file per worker a second, for ever.
+        self._feedback_seen = set(watched)
         return _read_feedback(files)
 
 
