@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from litestar.di import NamedDependency
-from litestar.params import FromPath
 from litestar import Request
 from litestar.openapi.spec import SecurityScheme
 

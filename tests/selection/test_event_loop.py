@@ -36,7 +36,8 @@ def test_an_e5_router_runs_off_the_event_loop_and_the_default_path_on_it(client,
     routers = RecordingRouters(slow)
     client.app.state.services.selection.custom_routers = routers
     body = {"messages": "Translate 'good morning' into Finnish.",
-            "llm_providers": [{"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model": "gpt-4o-mini"}]}
+            "llm_providers": [{"provider": "openai", "model": "gpt-4o"},
+                              {"provider": "openai", "model": "gpt-4o-mini"}]}
 
     for pid in (slow, plain, None):
         r = client.post(SELECT, headers=h, json={**body, "preference_id": pid} if pid else body)

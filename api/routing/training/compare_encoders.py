@@ -139,7 +139,7 @@ def main() -> int:
     args = parser.parse_args()
     benchmarks = load_all(args.data)
     prompts = [p for b in benchmarks.values() for p in b.prompts]
-    print(f"| encoder | µs / 2,000-char query | MT-Bench APGR | MMLU APGR | GSM8K APGR |")
+    print("| encoder | µs / 2,000-char query | MT-Bench APGR | MMLU APGR | GSM8K APGR |")
     print("|---|---|---|---|---|")
     only = set(args.only or [])
     for label, make in ENCODERS.items():
