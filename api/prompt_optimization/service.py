@@ -77,7 +77,11 @@ class PromptOptimizationService:
 
     def status(self, run_id: str, user: User) -> tuple[str, int | None, str | None]:
         run = self._own(run_id, user, foreign_is_404=True)  # the spec gives status no 403
-        position = self.store.optimization_queue_position(run_id) if run.status == "queued" else None
+        position = None
+        if run.status == "queued":
+            position = self.store.optimization_queue_position(run_id)
+            if position is None:  # it left the queue between the two reads: answer where it is now
+                run = self._own(run_id, user, foreign_is_404=True)
         return run.status, position, run.error
 
     async def results(self, run_id: str, user: User) -> OptimizationResults:

@@ -44,6 +44,30 @@ def test_start_queues_the_flow_and_reports_queued(client, launcher, optimizer_he
     assert costs == {"optimization_run_id": run_id, "total_cost": 0, "usage_records": []}
 
 
+class StartsBetweenReads:
+    """The store, except that the flow run starts (queued -> processing) just before the queue position is read:
+    the status endpoint reads the run and its position separately (two RPC calls behind a store owner)."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+
+    def optimization_queue_position(self, run_id: str):
+        self.store.begin_optimization(run_id)
+        return self.store.optimization_queue_position(run_id)
+
+    def __getattr__(self, name: str):
+        return getattr(self.store, name)
+
+
+def test_status_never_says_queued_without_a_position(client, launcher, optimizer_headers):
+    h = optimizer_headers()
+    run_id = client.post(OPTIMIZE, headers=h, json=body()).json()["optimization_run_id"]
+    service = client.app.state.services.prompt_optimization
+    service.store = StartsBetweenReads(service.store)
+    status = client.get(f"/v2/prompt/optimizeStatus/{run_id}", headers=h).json()
+    assert status == {"optimization_run_id": run_id, "status": "processing"}  # no position: it is not waiting
+
+
 def test_one_run_per_user_and_queue_positions(client, optimizer_headers):
     bob, carol = optimizer_headers("bob"), optimizer_headers("carol")
     first = client.post(OPTIMIZE, headers=bob, json=body()).json()["optimization_run_id"]
