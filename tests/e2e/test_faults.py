@@ -221,8 +221,12 @@ def check_interrupted(client: Client, pref: str, run_id: str, reason: str | None
     assert all(t["result_status"] == "failed" for t in results["target_models"]), results
     if run_id in client.usage:  # its origin baseline had completed before the kill: it stays completed
         assert results["origin_model"]["result_status"] == "completed"
-    r = client.call("POST", "/v2/modelRouter/modelSelect",
-                    json={"messages": "hi", "llm_providers": CANDIDATES, "preference_id": pref})
+    def refused() -> httpx.Response | None:  # the API learns of the failure from the owner's change feed (~0.5 s)
+        r = client.call("POST", "/v2/modelRouter/modelSelect",
+                        json={"messages": "hi", "llm_providers": CANDIDATES, "preference_id": pref})
+        return None if r.status_code == 409 else r
+
+    r = wait_for("the API to see the training failed", refused, 10)
     assert r.status_code == 400 and r.json()["error"]["code"] == "ROUTER_TRAINING_FAILED", r.text
     store = client.remote_store()
     assert not [j for j in store.open_jobs() if j.status == "processing"]
