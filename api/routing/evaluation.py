@@ -23,6 +23,7 @@ __all__ = [
     "Curve",
     "RoutingMetrics",
     "apgr",
+    "closed_at_strong",
     "cpt",
     "curve_from_choices",
     "oracle_curve",
@@ -117,6 +118,20 @@ def curve_from_choices(choose_strong: np.ndarray, strong_item: np.ndarray, weak_
     shares = choose.mean(axis=1)
     scores = np.where(choose, strong_item[None, :], weak_item[None, :]).mean(axis=1)
     return Curve.of(shares, scores)
+
+
+def closed_at_strong(curve: Curve, strong: float) -> Curve:
+    """The curve completed with always-strong at share 1 when its own sweep stops short of it.
+
+    A router whose quality-first setting already sends some calls to the weak model (because it predicts the weak
+    one will do as well there) never reaches share 1 itself; over its own range APGR then drops the right end of
+    the curve, which is where a good router is best, and ranks it below a router that needed every call to reach
+    the same score. Always-strong is a point every router can offer (RouteLLM's threshold sweep ends there), so the
+    AUC is taken over the full 0..1 range like RouteLLM's.
+    """
+    if curve.shares[-1] >= 1.0:
+        return curve
+    return Curve.of(np.append(curve.shares, 1.0), np.append(curve.scores, strong))
 
 
 def threshold_curve(

@@ -49,7 +49,7 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir, monkeypatch):
     from api.settings import reset_settings
     from flows.train_custom_router import train_custom_router
 
-    monkeypatch.setenv("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", "600000")  # opt in to the e5 view
+    monkeypatch.delenv("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", raising=False)  # the default budget
     reset_settings()
     params, key = prepare()
     result = train_custom_router(**params)
@@ -65,8 +65,9 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir, monkeypatch):
     assert folder.name == params["job_id"] and (folder / "router.json").exists()
     spec = json.loads((folder / "router.json").read_text())
     assert spec["xgb"]["folds"] == 5  # small uploads get 5 folds
-    # Opted in, a small English upload gets the e5 view beside the static one (both heads, mixed by out-of-fold gain).
-    assert spec["encoder"] == "english+e5" and spec["stacker"]["linear_views"]["views"] == ["static", "e5"]
+    # A small English upload is embedded with e5 (within the default budget), its linear head at e5's L2 strength.
+    assert spec["language"] == "english" and spec["encoder"] == "multilingual"
+    assert set(spec["stacker"]["routing_gain"]) >= {"1.00,0.00,0.00", "0.33,0.33,0.33"}
     assert len(list((folder / "xgb").glob("*.json"))) == 2 * 5 and not list(folder.parent.glob(".*partial"))
 
     h = {"Authorization": f"Bearer {key}"}

@@ -8,6 +8,7 @@ import pytest
 from api.routing.evaluation import (
     Curve,
     apgr,
+    closed_at_strong,
     cpt,
     curve_from_choices,
     oracle_curve,
@@ -42,6 +43,18 @@ def test_apgr_hand_computed():
     assert cpt(curve, 0.6, 0.8, 0.5) == pytest.approx(1 / 3)
     # PGR 0.8 -> .76: between (.5,.75) and (1,.8): .5 + .5*(.01/.05) = .6
     assert cpt(curve, 0.6, 0.8, 0.8) == pytest.approx(0.6)
+
+
+def test_a_sweep_that_stops_short_is_closed_with_always_strong():
+    # weak 0.6, strong 0.8; the router reaches 0.8 already at share 0.5 and its sweep ends there
+    short = Curve.of([0.0, 0.5], [0.6, 0.8])
+    assert apgr(short, 0.6, 0.8) == pytest.approx(0.5)  # its own range hides the flat, fully recovered right end
+    closed = closed_at_strong(short, 0.8)
+    assert list(closed.shares) == [0.0, 0.5, 1.0] and list(closed.scores) == [0.6, 0.8, 0.8]
+    # AUC .5*(.6+.8)/2 + .5*.8 = .75 -> (.75-.6)/.2 = .75: better than a router that needs every call for 0.8
+    assert apgr(closed, 0.6, 0.8) == pytest.approx(0.75)
+    full = Curve.of([0.0, 1.0], [0.6, 0.8])
+    assert closed_at_strong(full, 0.8) is full  # already reaches share 1: unchanged
 
 
 def test_cpt_never_reached_is_nan():
