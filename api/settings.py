@@ -54,9 +54,9 @@ class Settings:
     select_rate_limit_per_minute: int = 300_000  # above one worker's capacity (~2,000/s): a guard, not a quota
     select_rate_limit_burst: int = 10_000
     # Custom routers: English uploads whose prompts total at most this many characters are embedded with e5
-    # (~20 s of training on two idle cores at the limit; README "Custom routers"); 0 keeps every English router on
+    # (about a minute more training at the limit; README "Custom routers"); 0 keeps every English router on
     # the static featurizer (no e5 call when serving).
-    custom_router_e5_max_chars: int = 600_000
+    custom_router_e5_max_chars: int = 300_000
 
     @property
     def db_path(self) -> Path:
@@ -166,7 +166,7 @@ def get_settings() -> Settings:
         rate_limit_burst=max(1, _int("SWITCHBOARD_RATE_LIMIT_BURST", 60)),
         select_rate_limit_per_minute=max(0, _int("SWITCHBOARD_SELECT_RATE_LIMIT_PER_MINUTE", 300_000)),
         select_rate_limit_burst=max(1, _int("SWITCHBOARD_SELECT_RATE_LIMIT_BURST", 10_000)),
-        custom_router_e5_max_chars=max(0, _int("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", 600_000)),
+        custom_router_e5_max_chars=max(0, _int("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", 300_000)),
     )
 
 

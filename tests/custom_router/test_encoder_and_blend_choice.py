@@ -14,7 +14,7 @@ def test_small_english_uploads_get_e5_and_large_ones_stay_static():
     from api.settings import Settings
 
     limit = Settings.custom_router_e5_max_chars
-    assert limit == 600_000  # on by default
+    assert limit == 300_000  # on by default
     small, large = ["What is 2 + 2?"] * 100, ["x" * 1000] * (limit // 1000 + 1)
     assert encoders.encoder_name_for_upload("english", small, limit) == "multilingual"
     assert encoders.encoder_name_for_upload("english", large, limit) == "english"
