@@ -54,7 +54,7 @@ class Settings:
     select_rate_limit_per_minute: int = 300_000  # above one worker's capacity (~2,000/s): a guard, not a quota
     select_rate_limit_burst: int = 10_000
     # Custom routers: English uploads whose prompts total at most this many characters are embedded with e5
-    # (about a minute more training at the limit; README "Custom routers"); 0 keeps every English router on
+    # (about 30 s more training at the limit; README "Custom routers"); 0 keeps every English router on
     # the static featurizer (no e5 call when serving).
     custom_router_e5_max_chars: int = 300_000
 

@@ -66,7 +66,7 @@ def embed_prompts(prompts: list[str], encoder_name: str, batch: int = 1000) -> n
     from api.custom_router.encoders import encoder_for
 
     logger = get_run_logger()
-    encoder = encoder_for(encoder_name, num_threads=os.cpu_count() or 1)
+    encoder = encoder_for(encoder_name, processes=os.cpu_count() or 1)
     started, parts = time.perf_counter(), []
     for i in range(0, len(prompts), batch):
         parts.append(encoder.vectors(prompts[i:i + batch]))
