@@ -17,7 +17,9 @@ An artefact records its encoder's `version`; loading refuses a mismatch (house r
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
+import time
 from collections import OrderedDict
 from typing import Protocol
 
@@ -97,8 +99,6 @@ _worker_model = None  # the model of a training worker process (see E5Model.embe
 def _exit_with_parent(parent: int) -> None:
     """Worker initializer: a worker blocked on its queue never notices a killed parent (a cancelled or crashed flow
     run), so a daemon thread ends it within a second of the parent's death instead of leaving it behind."""
-    import os
-    import time
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -151,8 +151,6 @@ class E5Model:
 
         with self._lock:
             if self._pool is None:  # spawn, not fork: the flow process runs threads (Prefect's, BLAS)
-                import os
-
                 self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
                                                  initializer=_exit_with_parent, initargs=(os.getpid(),))
             return self._pool

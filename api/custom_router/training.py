@@ -192,7 +192,7 @@ def fit_stacker(bases: list[np.ndarray], y: np.ndarray) -> tuple[dict, np.ndarra
     best = max(fitted, key=lambda b: fitted[b][0])
     if linear_only in fitted and fitted[best][0] < fitted[linear_only][0] + linear_margin(len(y)):
         best = linear_only
-    gain, platt, stacked = fitted[best]
+    _, platt, stacked = fitted[best]
     spec = {"blend": [float(w) for w in best], "platt": platt.tolist(),
             "routing_gain": {",".join(f"{w:.2f}" for w in k): round(v[0], 4) for k, v in fitted.items()}}
     return spec, stacked
