@@ -140,7 +140,9 @@ class E5Model:
 
     def embed(self, texts: list[str], batch: int = 32) -> np.ndarray:
         if self.processes > 1 and len(texts) >= 4 * batch:
-            chunks = [list(c) for c in np.array_split(np.array(texts, dtype=object), self.processes) if len(c)]
+            # Small chunks handed out as workers free up: prompt lengths vary (MMLU's reading passages cost many
+            # times a short question), so halves of a batch would leave one worker idle. map keeps the order.
+            chunks = [texts[i:i + 2 * batch] for i in range(0, len(texts), 2 * batch)]
             return np.concatenate(list(self._workers().map(_embed_in_worker, chunks, [batch] * len(chunks))))
         with self._model_lock:  # one native model instance: never call it from two threads at once
             return _embed_batches(self.model, texts, batch, self.dim)
