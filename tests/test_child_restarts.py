@@ -11,17 +11,7 @@ import time
 from api.child_restarts import RESTART_LIMIT, ChildRestarts
 from api.settings import get_settings
 from api.supervisor import Supervisor
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie (exited, not yet reaped by its parent) counts as gone
-        return open(f"/proc/{pid}/stat").read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
+from tests.processes import alive
 
 
 def test_crashed_children_restart_with_their_dependents_only(tmp_path) -> None:

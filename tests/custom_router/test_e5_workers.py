@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from api.custom_router.encoders import E5Model
+from tests.processes import alive
 
 
 def test_worker_processes_give_the_vectors_of_one_process_in_order():
@@ -45,27 +46,13 @@ def test_workers_end_with_their_parent(tmp_path):
     parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     try:
         workers = [int(p) for p in parent.stdout.readline().split()]
-        assert len(workers) == 2 and all(_alive(p) for p in workers)
+        assert len(workers) == 2 and all(alive(p) for p in workers)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(10)
         deadline = time.monotonic() + 10
-        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        while any(alive(p) for p in workers) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not any(_alive(p) for p in workers)
+        assert not any(alive(p) for p in workers)
     finally:
         parent.kill()
 
-
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A worker that ended but is not reaped yet (its parent is gone, init reaps it) counts as ended.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
