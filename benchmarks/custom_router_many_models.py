@@ -12,18 +12,18 @@ LiteLLM price map bundled in api/catalogue), the same model where the catalogue 
 hosted price (fine-tunes) or the same-size successor (Qwen-14B-Chat -> Qwen2.5-14B); see PRICED_AS. A request's
 cost = instruction tokens (chars / 4) x input price + that model's own answer tokens (words x 4/3) x output price.
 
-Split: held out = sha256(instruction) mod 5 == 0 (about 160 instructions); the rest (about 645) are uploaded.
-Every held-out instruction is routed at cost_quality_tradeoff 0..10 among all 11 models. With `--folds 5` each
-fifth is held out in turn (five uploads, five routers) and the figures pool all the instructions, each routed by a
-router that never saw it: 160 instructions alone move the cost figures by several points. Targets (issue 4): at
-t = 0 beat the best single model's quality; at some t match it within 1 point at well under half its cost.
+Split: held out = sha256(instruction) mod 5 == 0 (api.routing.training.data.fold_of, the routers' split; about 160
+instructions); the rest (about 645) are uploaded. Every held-out instruction is routed at cost_quality_tradeoff
+0..10 among all 11 models. With `--folds 5` each fifth is held out in turn (five uploads, five routers) and the
+figures pool all the instructions, each routed by a router that never saw it: 160 instructions alone move the
+cost figures by several points. Targets (issue 4): at t = 0 beat the best single model's quality; at some t
+match it within 1 point at well under half its cost.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import sys
 import time
 from pathlib import Path
@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from api.routing.training.data import fold_of  # noqa: E402
 from benchmarks.custom_router_common import (SHARED, csv_of, route, serve, training_metrics, upload,  # noqa: E402
                                              wait_ready)
 
@@ -82,11 +83,6 @@ def providers(models: list[str]) -> list[dict]:
         out.append({"provider": "alpacaeval", "model": m, "is_custom": True, "input_price": entry.input_price,
                     "output_price": entry.output_price, "context_length": 8192, "latency": 1.0})
     return out
-
-
-def fold_of(prompt: str, folds: int = 5) -> int:
-    """The held-out fold of an instruction: sha256 mod 5 (fold 0 is the single split's held-out set)."""
-    return int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "big") % folds
 
 
 def route_fold(client: httpx.Client, svc, prompts: list[str], keys: list[str], score: np.ndarray,

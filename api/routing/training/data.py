@@ -50,9 +50,14 @@ class BenchmarkItems:
         )
 
 
-def is_heldout(prompt: str) -> bool:
+def fold_of(prompt: str) -> int:
+    """A prompt's fifth of the split, from a hash of its text (0 is the held-out fifth)."""
     digest = hashlib.sha256(prompt.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % HELDOUT_MODULUS == 0
+    return int.from_bytes(digest[:8], "big") % HELDOUT_MODULUS
+
+
+def is_heldout(prompt: str) -> bool:
+    return fold_of(prompt) == 0
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
