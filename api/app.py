@@ -19,13 +19,13 @@ from api.services import Services
 from api.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from storage.owner import AnyStore
+    from storage.interfaces import Store
     from storage.owner_endpoint import OwnerEndpoint
 
 log = logging.getLogger("switchboard.api")
 
 
-def apply_restart_rule(store: "AnyStore") -> None:
+def apply_restart_rule(store: "Store") -> None:
     """Fail the jobs and runs still open: their flow runs died with the previous start (api/custom_router/startup.py).
     Applied where the flow runs' executor restarts together with the store: by `switchboard serve` before its
     children start, and by an API process that owns the store itself. Never by API workers behind a store owner:
@@ -37,7 +37,7 @@ def apply_restart_rule(store: "AnyStore") -> None:
     fail_interrupted_runs(store)
 
 
-def build_services(settings: Settings, store: "AnyStore", owns_store: bool = True) -> Services:
+def build_services(settings: Settings, store: "Store", owns_store: bool = True) -> Services:
     """Load what the hot path needs once: catalogue, default router, session log, personalisation memory."""
     from api.auth_cache import AuthCache
     from api.catalogue import load_catalogue
@@ -78,18 +78,18 @@ def rate_limiter(settings: Settings):
                         JOBS: Limit(settings.rate_limit_per_minute, settings.rate_limit_burst)})
 
 
-def prompt_optimization_service(settings: Settings, store: "AnyStore", catalogue):
-    from api.prompt_optimization.launcher import PrefectRunLauncher
+def prompt_optimization_service(settings: Settings, store: "Store", catalogue):
+    from api.launcher import PrefectLauncher
     from api.prompt_optimization.service import PromptOptimizationService
 
-    return PromptOptimizationService(store, catalogue, settings, PrefectRunLauncher())
+    return PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))
 
 
 def revocation_hook(services: Services):
     """In the owning API process a revocation through the RPC takes effect at once. API workers behind a store
     owner see it when their auth cache entry expires (SWITCHBOARD_AUTH_CACHE_SECONDS, README)."""
     def after_call(method: str) -> None:
-        if method == "revoke_key":
+        if method == "accounts.revoke_key":
             services.auth_cache.clear()
     return after_call
 
@@ -116,7 +116,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     from api.errors import NotFound
     from storage import owner
     from storage.owner_endpoint import OwnerEndpoint
-    from storage.store import Store
+    from storage.store import LocalStore
 
     settings = settings or get_settings()
     services_box: dict[str, Services] = {}
@@ -129,7 +129,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         # An owner file whose owner does not answer may be a store owner restarting: waiting a little keeps this
         # process from opening the file and locking it out (a crashed single-process owner costs 10 s more).
         store = owner.open_store(settings.db_path, settings.run_dir, wait_for_owner_s=10.0)
-        owns_store = isinstance(store, Store)
+        owns_store = isinstance(store, LocalStore)
         services = build_services(settings, store, owns_store)
         services_box["services"] = services
         app.state.services = services  # for tests and admin tooling

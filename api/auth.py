@@ -32,7 +32,7 @@ async def current_user(request: Request, services: NamedDependency[Services]) ->
     key_hash = hash_key(_bearer_token(request))
     found, user = services.auth_cache.get(key_hash)
     if not found:
-        user = services.store.user_for_key(key_hash)
+        user = services.store.accounts.user_for_key(key_hash)
         services.auth_cache.put(key_hash, user)
     if user is None:
         raise Unauthorized("invalid or revoked API key")

@@ -10,7 +10,7 @@ from api.selection.feedback import FeedbackService
 from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
 from api.settings import Settings
-from storage.store import Store
+from storage.interfaces import Store
 from api.custom_router.registry import CustomRouterRegistry
 from api.custom_router.submission import RouterTrainingService
 from api.prompt_optimization.service import PromptOptimizationService

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.local_api import Service, free_port, start_service
+from tests.support.service import Service, free_port, start_service
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -77,5 +77,5 @@ def training_metrics(svc: Service, pid: str) -> dict:
 
     owner = json.loads((svc.data_dir / "run" / "owner.json").read_text())
     store = RemoteStore(owner["url"], owner["token"])
-    job = store.router_state(pid).job
-    return json.loads(store.training_metrics(job.job_id) or "{}")
+    job = store.routers.state(pid).job
+    return json.loads(store.routers.training_metrics(job.job_id) or "{}")

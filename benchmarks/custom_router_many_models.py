@@ -12,7 +12,7 @@ LiteLLM price map bundled in api/catalogue), the same model where the catalogue 
 hosted price (fine-tunes) or the same-size successor (Qwen-14B-Chat -> Qwen2.5-14B); see PRICED_AS. A request's
 cost = instruction tokens (chars / 4) x input price + that model's own answer tokens (words x 4/3) x output price.
 
-Split: held out = sha256(instruction) mod 5 == 0 (api.routing.training.data.fold_of, the routers' split; about 160
+Split: held out = sha256(instruction) mod 5 == 0 (flows.default_router.data.fold_of, the routers' split; about 160
 instructions); the rest (about 645) are uploaded. Every held-out instruction is routed at cost_quality_tradeoff
 0..10 among all 11 models. With `--folds 5` each fifth is held out in turn (five uploads, five routers) and the
 figures pool all the instructions, each routed by a router that never saw it: 160 instructions alone move the
@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from api.routing.training.data import fold_of  # noqa: E402
+from flows.default_router.data import fold_of  # noqa: E402
 from benchmarks.custom_router_common import (SHARED, csv_of, route, serve, training_metrics, upload,  # noqa: E402
                                              wait_ready)
 

@@ -7,13 +7,13 @@ layout (`prompt`, `openai/gpt-4-1106-preview/score|response`, `togetherai/mistra
 score|response`; scores are RouteLLM's 0/1 correctness, responses GSM8K's own texts, empty for MMLU), upload the
 training split to POST /v2/pzn/trainCustomRouter on a real `switchboard serve`, wait until modelSelect stops
 answering 409, then route every held-out prompt through modelSelect at cost_quality_tradeoff 0..10 and compute
-RouteLLM's APGR, CPT(50%), CPT(80%) from the 11 points (api.routing.evaluation). At t = 0 the router sends a few
+RouteLLM's APGR, CPT(50%), CPT(80%) from the 11 points (flows.evaluation). At t = 0 the router sends a few
 percent of the calls to Mixtral where it predicts Mixtral does as well, so the sweep stops short of share 1; the
 curve is closed there with always-GPT-4 (`closed_at_strong`, the end of RouteLLM's own threshold sweep) and APGR is
 taken over 0..1 as RouteLLM's is. APGR over the sweep's own range is printed beside it. Also: accuracy at t = 0
 against always-GPT-4 and the oracle, and the random router.
 
-Split: held out = sha256(prompt) mod 5 == 0 (api.routing.training.data, the default router's split). Training =
+Split: held out = sha256(prompt) mod 5 == 0 (flows.default_router.data, the default router's split). Training =
 the rest; MMLU's 11,2xx training rows exceed the 10,000-row upload limit, so a fixed random 10,000 of them
 (seed 0) are uploaded.
 """
@@ -31,9 +31,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from api.routing.evaluation import (closed_at_strong, curve_from_choices, oracle_curve, random_curve,  # noqa: E402
+from flows.evaluation import (closed_at_strong, curve_from_choices, oracle_curve, random_curve,  # noqa: E402
                                     summarize)
-from api.routing.training.data import load_gsm8k, load_mmlu  # noqa: E402
+from flows.default_router.data import load_gsm8k, load_mmlu  # noqa: E402
 from benchmarks.custom_router_common import (SHARED, csv_of, route, serve, training_metrics, upload,  # noqa: E402
                                              wait_ready)
 

@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from api.routing.training.data import load_mmlu  # noqa: E402
+from flows.default_router.data import load_mmlu  # noqa: E402
 from benchmarks.custom_router_common import SHARED, csv_of, serve, training_metrics, upload  # noqa: E402
 
 MODELS = [("openai", "gpt-4o"), ("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5-20250929"),

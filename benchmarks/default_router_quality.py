@@ -6,7 +6,7 @@ Routes every held-out prompt between gpt-4-1106-preview and Mixtral-8x7B with th
 cost_quality_tradeoff = 0..10 (11 operating points), and prints APGR, CPT(50%), CPT(80%) per benchmark beside the
 random router, the oracle and RouteLLM's own 10-quantile threshold sweep of the same router scores.
 Held-out rows: sha256(prompt) % 5 == 0 for MMLU and GSM8K (never trained on); every clean MT-Bench question (the
-router never sees MT-Bench in training). The HTTP variant of this benchmark reuses api.routing.evaluation.
+router never sees MT-Bench in training). The HTTP variant of this benchmark reuses flows.evaluation.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ sys.path.insert(0, str(REPO))
 
 from api.routing.default_router import load_default_router  # noqa: E402
 from api.routing.router import Candidate  # noqa: E402
-from api.routing.training.data import load_all  # noqa: E402
-from api.routing.training.sweep import STRONG_PRICE, WEAK_PRICE, evaluate_pair  # noqa: E402
+from flows.default_router.data import load_all  # noqa: E402
+from flows.default_router.sweep import STRONG_PRICE, WEAK_PRICE, evaluate_pair  # noqa: E402
 
 TARGETS = {"mt_bench": 0.62, "mmlu": 0.60, "gsm8k": 0.62}
 PAIR = [

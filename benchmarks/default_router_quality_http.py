@@ -5,7 +5,7 @@
 Starts the real API, and for every held-out prompt (MMLU and GSM8K rows with sha256(prompt) % 5 == 0, never
 trained on; every clean MT-Bench question, a benchmark the router never trains on) asks modelSelect to choose
 between gpt-4-1106-preview and Mixtral-8x7B at cost_quality_tradeoff 0..10. Each setting gives one operating point
-(strong-call share, benchmark score); APGR, CPT(50%), CPT(80%) follow RouteLLM's definitions (api.routing.evaluation),
+(strong-call share, benchmark score); APGR, CPT(50%), CPT(80%) follow RouteLLM's definitions (flows.evaluation),
 printed beside the random router and the oracle. Targets (issue 3): APGR >= 0.62 MT-Bench, >= 0.60 MMLU,
 >= 0.62 GSM8K.
 """
@@ -22,9 +22,9 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from api.routing.evaluation import curve_from_choices, oracle_curve, random_curve, summarize  # noqa: E402
-from api.routing.training.data import load_all  # noqa: E402
-from benchmarks.local_api import running_api  # noqa: E402
+from flows.evaluation import curve_from_choices, oracle_curve, random_curve, summarize  # noqa: E402
+from flows.default_router.data import load_all  # noqa: E402
+from tests.support.service import running_api  # noqa: E402
 
 STRONG = {"provider": "openai", "model": "gpt-4-1106-preview"}
 WEAK = {"provider": "togetherai", "model": "mistralai/Mixtral-8x7B-Instruct-v0.1"}

@@ -9,7 +9,7 @@ feedback, preference changes, two router trainings and one prompt optimization r
   run as one wrk per minute so p50/p99 come per minute; a Lua `response()` hook counts 5xx separately from 4xx;
 - a Python driver: modelSelect + feedback on that session 4 times a second, a preference update every second;
 - at 10 % of the run a router training (2,000-row upload), at 15 % a prompt optimization (2 targets, the fake
-  OpenAI-compatible server of tests/fakes with 50 ms per call), at 50 % a second router training;
+  OpenAI-compatible server of tests/support/fakes with 50 ms per call), at 50 % a second router training;
 - memory (RSS) of the API (granian master + worker) and of the store owner after warm-up (30 s of modelSelect and
   one complete 2,000-row training: one-time costs are in the baseline), every minute (API) and at the end.
 Prints per-minute throughput and latency, errors by kind, job outcomes, memory; exits 1 when a target is missed
@@ -40,8 +40,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from benchmarks.routing_latency import CANDIDATES, LUA, to_ms  # noqa: E402
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes  # noqa: E402
-from benchmarks.local_api import Service, free_port, start_service, tree_rss_mb  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens  # noqa: E402
+from tests.support.service import Service, free_port, start_service, tree_rss_mb  # noqa: E402
+from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens  # noqa: E402
 
 CONNECTIONS = 8
 # Pacing and 5xx counting on top of the routing benchmark's request generator (one wrk thread).

@@ -1,5 +1,5 @@
 """Benchmark: one prompt optimization run, 25 train goldens (+ 8 test) and 3 target models, against the local fake
-OpenAI-compatible server (tests/fakes/openai_server.py), through the whole service.
+OpenAI-compatible server (tests/support/fakes/openai_server.py), through the whole service.
 
 It starts `switchboard serve` (Prefect server, flow runner, API) on free ports with every provider pointed at the
 fake server, starts the run over HTTP, polls the status every 0.25 s, and reports:
@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from benchmarks.local_api import free_port, start_service  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens  # noqa: E402
+from tests.support.service import free_port, start_service  # noqa: E402
+from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens  # noqa: E402
 
 TARGETS = [{"provider": "openai", "model": "gpt-4o-mini"}, {"provider": "anthropic", "model": "claude-haiku-4-5"},
            {"provider": "google", "model": "gemini-2.5-flash"}]

@@ -27,16 +27,16 @@ async def reconcile_jobs() -> int:
     logger = get_run_logger()
     store = connect()
     fixed = 0
-    for job in store.open_jobs():
+    for job in store.jobs.list_open():
         if job.flow_run_id is None:
             if datetime.now(timezone.utc) - job.updated_at > NEVER_STARTED_AFTER:
-                store.update_job(job.job_id, status="failed", only_if_open=True,
+                store.jobs.update(job.job_id, status="failed", only_if_open=True,
                                  error="the job was never handed to a flow run (service stopped before it started)")
                 fixed += 1
             continue
         status, message = await prefect_api.flow_run_status(job.flow_run_id)
         if status in prefect_api.FINAL_JOB_STATUSES:
-            store.update_job(job.job_id, status=status, only_if_open=True,
+            store.jobs.update(job.job_id, status=status, only_if_open=True,
                              error=None if status == "completed" else (message or f"flow run ended {status}"))
             logger.info("job %s (%s) -> %s", job.job_id, job.kind, status)
             fixed += 1
@@ -58,15 +58,15 @@ def prune_stored_files(keep_router_versions: int, dataset_grace_days: int) -> di
     from storage.retention import remove_inside
 
     settings, store = get_settings(), connect()
-    routers = remove_inside(settings.artefacts_dir, store.prune_router_versions(keep_router_versions))
+    routers = remove_inside(settings.artefacts_dir, store.routers.prune_versions(keep_router_versions))
     datasets = remove_inside(settings.data_dir / "uploads",
-                             store.unneeded_training_datasets(dataset_grace_days))
+                             store.routers.unneeded_datasets(dataset_grace_days))
     return {"router_versions_removed": routers, "datasets_removed": datasets}
 
 
 @task(name="checkpoint-database", retries=2, retry_delay_seconds=5)
 def checkpoint_database() -> None:
-    connect().checkpoint()
+    connect().maintenance.checkpoint()
 
 
 @flow(name="housekeeping", flow_run_name=lambda: f"housekeeping {datetime.now(timezone.utc):%Y-%m-%d %H:%M}",

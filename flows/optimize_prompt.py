@@ -96,11 +96,11 @@ def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, 
 
     store, log = connect(), get_run_logger()
     with gate:
-        store.record_model_result(run_id, ModelResult(position, provider, model, "processing"))
+        store.optimizations.record_model_result(run_id, ModelResult(position, provider, model, "processing"))
         pre_score = pre_evals = None
         try:
             pre_score, pre_evals = pre_evaluation(ctx, provider, model, position)
-            store.record_model_result(run_id, ModelResult(position, provider, model, "processing", pre_score,
+            store.optimizations.record_model_result(run_id, ModelResult(position, provider, model, "processing", pre_score,
                                                           json.dumps(pre_evals)))
             program = optimize_step(ctx, provider, model, position)
             post_score, post_evals = post_evaluation(ctx, program, provider, model, position)
@@ -110,12 +110,12 @@ def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, 
             log.warning("target %s/%s failed: %s", provider, model, exc)
             cost, calls = _flush_usage(ctx, position)
             reason = ctx.ledger.reason() if ctx.ledger.exceeded else f"{type(exc).__name__}: {exc}"[:2000]
-            store.record_model_result(run_id, ModelResult(
+            store.optimizations.record_model_result(run_id, ModelResult(
                 position, provider, model, "failed", pre_score, json.dumps(pre_evals) if pre_evals else None,
                 cost=cost, num_requests=calls, error=reason))
             return "failed"
         cost, calls = _flush_usage(ctx, position)
-        store.record_model_result(run_id, ModelResult(
+        store.optimizations.record_model_result(run_id, ModelResult(
             position, provider, model, "completed", pre_score, json.dumps(pre_evals), post_score,
             json.dumps(post_evals), system_prompt, template, cost, calls))
         log.info("target %s/%s: %.3f -> %.3f ($%.6f, %d calls)", provider, model, pre_score, post_score, cost, calls)
@@ -130,21 +130,21 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str:
     store = connect()
     spec = ctx.spec
     if spec.origin_score is not None:  # the caller gave the baseline: nothing to evaluate
-        store.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "completed", spec.origin_score,
+        store.optimizations.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "completed", spec.origin_score,
                                                       None, cost=0.0, num_requests=0))
         return "completed"
-    store.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "processing"))
+    store.optimizations.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "processing"))
     try:
         program = to_program(spec.system_prompt, spec.template, spec.fields)
         score, evals = evaluate(ctx, program, provider, model, spec.test, TASK_PRE, ORIGIN)
     except Exception as exc:
         cost, calls = _flush_usage(ctx, ORIGIN)
         reason = ctx.ledger.reason() if ctx.ledger.exceeded else f"{type(exc).__name__}: {exc}"[:2000]
-        store.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "failed", cost=cost,
+        store.optimizations.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "failed", cost=cost,
                                                       num_requests=calls, error=reason))
         return "failed"
     cost, calls = _flush_usage(ctx, ORIGIN)
-    store.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "completed", score, json.dumps(evals),
+    store.optimizations.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "completed", score, json.dumps(evals),
                                                   cost=cost, num_requests=calls))
     return "completed"
 
@@ -166,8 +166,8 @@ def optimize_prompt(run_id: str) -> dict[str, Any]:
 
     logging.getLogger("dspy").setLevel(logging.WARNING)  # GEPA logs every candidate at INFO
     store, log = connect(), get_run_logger()
-    run = store.optimization_run(run_id)
-    if run is None or not store.begin_optimization(run_id):
+    run = store.optimizations.get(run_id)
+    if run is None or not store.optimizations.begin(run_id):
         log.warning("run %s is unknown or no longer open; nothing to do", run_id)
         return {"run_id": run_id, "status": run.status if run else "unknown"}
     try:
@@ -180,7 +180,7 @@ def optimize_prompt(run_id: str) -> dict[str, Any]:
             futures.append(optimize_target.submit(ctx, run_id, provider, model, position, gate))
         outcomes = [f.result() for f in futures]
     except Exception as exc:
-        store.finish_optimization(run_id, "failed", f"the optimization flow failed: {type(exc).__name__}: {exc}")
+        store.optimizations.finish(run_id, "failed", f"the optimization flow failed: {type(exc).__name__}: {exc}")
         raise
     targets = outcomes[1:] if ctx.spec.origin else outcomes
     status = "completed" if all(o == "completed" for o in targets) else "failed"
@@ -188,8 +188,8 @@ def optimize_prompt(run_id: str) -> dict[str, Any]:
     if status == "failed":
         error = ctx.ledger.reason() if ctx.ledger.exceeded else (
             f"{targets.count('failed')} of {len(targets)} target models failed; see their results")
-    store.finish_optimization(run_id, status, error)
-    publish_scores(store.optimization_run(run_id))
+    store.optimizations.finish(run_id, status, error)
+    publish_scores(store.optimizations.get(run_id))
     log.info("run %s %s; total cost $%.6f over %d LLM calls", run_id, status, ctx.ledger.total,
              len(ctx.ledger.records))
     return {"run_id": run_id, "status": status, "total_cost": ctx.ledger.total, "calls": len(ctx.ledger.records)}

@@ -1,11 +1,21 @@
-"""All Prefect client calls live here: trigger a deployment, read and cancel flow runs, map states to JobStatus."""
+"""All Prefect client calls live here: trigger a deployment, read and cancel flow runs, map states to JobStatus.
+
+This is the seam the API and the CLI reach flows through (docs/architecture.md, rule 10): it imports nothing of
+the project, and Prefect only inside the calls, so importing it costs nothing on the API's hot path.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 from uuid import UUID
 
-# Prefect state types -> the spec's JobStatus (see ARCHITECTURE.md).
+# The project's deployments, as '<flow>/<deployment>': served by the embedded runner (flows/runner.py) or
+# registered on a work pool (flows/deploy.py) under the same names (flows/registry.py).
+HOUSEKEEPING = "housekeeping/housekeeping"
+TRAIN_CUSTOM_ROUTER = "train-custom-router/train-custom-router"
+OPTIMIZE_PROMPT = "optimize-prompt/optimize-prompt"
+
+# Prefect state types -> the Not Diamond JobStatus (docs/architecture.md, "Jobs").
 STATE_TO_JOB_STATUS = {
     "SCHEDULED": "queued",
     "PENDING": "queued",

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-HOUSEKEEPING = "housekeeping/housekeeping"
-TRAIN_CUSTOM_ROUTER = "train-custom-router/train-custom-router"
-OPTIMIZE_PROMPT = "optimize-prompt/optimize-prompt"
-
 
 def deployments(**options: Any) -> list[Any]:
     """`options` go to every `to_deployment` call (flows.deploy passes the work pool and a module entrypoint)."""

@@ -5,11 +5,12 @@ instead of being locked out."""
 from __future__ import annotations
 
 from api.settings import get_settings
-from storage.owner import AnyStore, open_store
+from storage.interfaces import Store
+from storage.owner import open_store
 
 OWNER_RESTART_WAIT_S = 30.0
 
 
-def connect() -> AnyStore:
+def connect() -> Store:
     settings = get_settings()
     return open_store(settings.db_path, settings.run_dir, wait_for_owner_s=OWNER_RESTART_WAIT_S)

@@ -35,7 +35,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact  #
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.states import Cancelled  # noqa: E402
 
-from api.custom_router import calibration, training  # noqa: E402
+from flows.custom_router import calibration, training  # noqa: E402
 from api.custom_router.model import FORMAT  # noqa: E402
 from flows.storage_access import connect  # noqa: E402
 
@@ -45,7 +45,7 @@ class Superseded(Exception):
 
 
 def _check_open(store, job_id: str) -> None:
-    if not store.job_is_open(job_id):
+    if not store.jobs.is_open(job_id):
         raise Superseded(f"job {job_id} is no longer open (superseded by a newer upload, or the preference was "
                          "deleted)")
 
@@ -135,7 +135,7 @@ def publish(job_id: str, staging: str, final: str, spec: dict, linear: np.ndarra
     (stage / "evaluation.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     if not target.exists():
         stage.rename(target)  # the folder appears complete or not at all; it is never changed afterwards
-    record = connect().publish_custom_router(job_id, str(target), json.dumps(report))
+    record = connect().routers.publish(job_id, str(target), json.dumps(report))
     return None if record is None else record.router_id
 
 
@@ -161,7 +161,7 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
     staging = root / f".{job_id}.partial"
     try:
         _check_open(store, job_id)
-        store.update_job(job_id, status="processing", only_if_open=True)
+        store.jobs.update(job_id, status="processing", only_if_open=True)
         prompts, y, scale = load_dataset(dataset_path, models, maximize)
         from api.custom_router.encoders import encoder_for, encoder_name_for_upload
 
@@ -209,7 +209,7 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         return Cancelled(message=str(exc))  # type: ignore[return-value]
     except Exception as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        store.update_job(job_id, status="failed", only_if_open=True, error=f"{type(exc).__name__}: {exc}"[:1000])
+        store.jobs.update(job_id, status="failed", only_if_open=True, error=f"{type(exc).__name__}: {exc}"[:1000])
         raise
 
 

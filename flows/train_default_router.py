@@ -37,7 +37,7 @@ def stage(artefact_dir: Path) -> Path:
 
 @task(name="train-and-evaluate")
 def train(data_dir: Path, staging: Path, seed: int, rebuild_encoder: bool, e5_cache: Path | None) -> dict:
-    from api.routing.training.train import train_default_router
+    from flows.default_router.train import train_default_router
 
     report = train_default_router(data_dir, staging, seed=seed, rebuild_encoder=rebuild_encoder, e5_cache=e5_cache)
     return {"heldout": report.heldout, "sha256": report.router_json_sha256, "train_rows": report.train_rows}

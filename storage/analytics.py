@@ -22,8 +22,8 @@ from pathlib import Path
 import duckdb
 
 from storage import events, migrate
-from storage.analytics_snapshot import CATALOGUE_TABLES, sql_literal
-from storage.base import StoreError
+from storage.repositories.maintenance import CATALOGUE_TABLES, sql_literal
+from storage.errors import StoreError
 
 EVENT_TABLES = ("sessions", "feedback", "llm_usage")
 LOCK_RETRIES = 10
@@ -82,7 +82,7 @@ def _copy_from_owner(conn: duckdb.DuckDBPyConnection, url: str, token: str) -> N
 
     remote = RemoteStore(url, token)
     try:
-        folder = Path(remote.export_analytics_snapshot())
+        folder = Path(remote.maintenance.export_analytics_snapshot())
     finally:
         remote.close()
     try:

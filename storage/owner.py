@@ -13,15 +13,12 @@ import os
 import secrets
 import time
 from pathlib import Path
-from typing import Union
-
 import httpx
 import msgspec
 
+from storage.interfaces import Store
 from storage.rpc import RemoteStore
-from storage.store import Store
-
-AnyStore = Union[Store, RemoteStore]
+from storage.store import LocalStore
 
 
 class OwnerInfo(msgspec.Struct):
@@ -75,7 +72,7 @@ def live_owner(run_dir: Path) -> OwnerInfo | None:
     return info if ok else None
 
 
-def open_store(db_path: Path, run_dir: Path, wait_for_owner_s: float = 0.0) -> AnyStore:
+def open_store(db_path: Path, run_dir: Path, wait_for_owner_s: float = 0.0) -> Store:
     """A RemoteStore to the live owner, else the file itself. With `wait_for_owner_s`, an owner file left by an
     owner that no longer answers (crashed, restarting) is waited on that long before the file is opened: a flow run
     that opened it would lock the restarted owner out."""
@@ -86,7 +83,7 @@ def open_store(db_path: Path, run_dir: Path, wait_for_owner_s: float = 0.0) -> A
         info = live_owner(run_dir)
     if info is not None:
         return RemoteStore(info.url, info.token, rediscover=lambda: _url_and_token(run_dir))
-    return Store(db_path)
+    return LocalStore(db_path)
 
 
 def _url_and_token(run_dir: Path) -> tuple[str, str] | None:

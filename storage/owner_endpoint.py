@@ -1,6 +1,6 @@
 """What the process that owns the DuckDB file serves to everyone else: typed RPC calls, and the change feed.
 
-Two processes can be the owner: the store-owner process (`switchboard store`, storage/owner_server.py), which
+Two processes can be the owner: the store-owner process (`switchboard store`, api/owner_app.py), which
 `switchboard serve` and the production shape start first, or an API process that found no live owner and opened
 the file itself (a single `granian` worker, the test client). Both serve the same routes (api/controllers/internal.py)
 with this object.
@@ -14,12 +14,12 @@ from typing import Callable
 
 from storage import rpc
 from storage.owner_changes import ChangeFeed, ChangeLog
-from storage.store import Store
+from storage.store import LocalStore
 
 
 @dataclass
 class OwnerEndpoint:
-    store: Store
+    store: LocalStore
     token: str
     changes: ChangeLog = field(default_factory=ChangeLog)
     after_call: Callable[[str], None] | None = None  # e.g. the API owner clears its auth cache on revoke_key

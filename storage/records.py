@@ -58,6 +58,7 @@ class PreferenceChanges(msgspec.Struct, frozen=True, omit_defaults=True):
     hash_content: bool | None | msgspec.UnsetType = msgspec.UNSET
 
 
+TRAIN_CUSTOM_ROUTER = "train-custom-router"  # jobs.kind of a custom router training
 JOB_STATUSES: tuple[str, ...] = ("created", "queued", "processing", "completed", "failed", "cancelled")
 OPEN_JOB_STATUSES: tuple[str, ...] = ("created", "queued", "processing")
 

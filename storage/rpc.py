@@ -1,9 +1,9 @@
 """Remote calls to the process that owns the DuckDB file.
 
 DuckDB admits one read-write process per file. One process owns it (storage/owner_endpoint.py); API workers,
-flow runs and the CLI call the owner's `/internal/rpc/{method}` with a bearer token from the owner file.
-Arguments and results are msgspec-encoded and typed by the Store method's own annotations, so the wire contract
-cannot drift.
+flow runs and the CLI call the owner's `/internal/rpc/<domain>.<method>` with a bearer token from the owner file.
+The methods are those of storage/interfaces.py, and their annotations type both sides: arguments and results are
+msgspec-encoded and decoded into exactly the declared types, so the wire contract cannot drift from the interface.
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ import inspect
 import logging
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable, get_type_hints
+from typing import Any, cast, get_type_hints
 
 import httpx
 import msgspec
 
+from storage.errors import StoreError
+from storage.interfaces import DOMAINS, Accounts, Jobs, Maintenance, Optimizations, Preferences, Routers
 from storage.owner_changes import CHANGES_HEADER, ChangeFeed
-from storage.store import Store, StoreError, exposed_methods
 
 log = logging.getLogger("switchboard.storage")
 
@@ -28,17 +30,22 @@ class RemoteStoreError(StoreError):
     pass
 
 
+def interface_methods(interface: type) -> dict[str, Callable[..., Any]]:
+    """The public methods an interface declares: what the RPC exposes of that domain."""
+    return {name: fn for name, fn in vars(interface).items() if inspect.isfunction(fn) and not name.startswith("_")}
+
+
 @lru_cache(maxsize=None)
 def _signature(method: str) -> tuple[inspect.Signature, dict[str, Any]]:
-    fn = exposed_methods()[method]
+    """(signature, type hints) of '<domain>.<method>'; KeyError when no interface declares it."""
+    domain, _, name = method.partition(".")
+    fn = interface_methods(DOMAINS[domain])[name]
     return inspect.signature(fn), get_type_hints(fn)
 
 
-def dispatch(store: Store, method: str, body: bytes) -> bytes:
-    """Owner side: decode typed arguments, call the store, encode the result. Raises KeyError for unknown
+def dispatch(store: Any, method: str, body: bytes) -> bytes:
+    """Owner side: decode typed arguments, call the repository, encode the result. Raises KeyError for unknown
     methods and StoreError (or msgspec.ValidationError) for bad calls."""
-    if method not in exposed_methods():
-        raise KeyError(method)
     sig, hints = _signature(method)
     raw = msgspec.json.decode(body) if body else {}
     if not isinstance(raw, dict):
@@ -51,18 +58,48 @@ def dispatch(store: Store, method: str, body: bytes) -> bytes:
             kwargs[name] = msgspec.convert(raw[name], hints[name], strict=False)
         elif param.default is inspect.Parameter.empty:
             raise msgspec.ValidationError(f"missing argument {name!r}")
-    return msgspec.json.encode(getattr(store, method)(**kwargs))
+    domain, _, name = method.partition(".")
+    return msgspec.json.encode(getattr(getattr(store, domain), name)(**kwargs))
+
+
+class _DomainClient:
+    """Base of the generated per-domain clients: one real method per interface method (see _client_class)."""
+
+    def __init__(self, remote: "RemoteStore", domain: str) -> None:
+        self._remote, self._domain = remote, domain
+
+
+@lru_cache(maxsize=None)
+def _client_class(domain: str) -> type[_DomainClient]:
+    """A class with the interface's methods, each one an RPC call with the interface's own signature."""
+    def make(name: str) -> Callable[..., Any]:
+        method = f"{domain}.{name}"
+        sig, hints = _signature(method)
+
+        def call(self: _DomainClient, *args: Any, **kwargs: Any) -> Any:
+            bound = sig.bind(self, *args, **kwargs)
+            payload = {k: v for k, v in bound.arguments.items() if k != "self"}
+            return self._remote.call(method, payload, hints["return"])
+
+        call.__name__, call.__qualname__, call.__doc__ = name, f"{domain}.{name}", DOMAINS[domain].__dict__[name].__doc__
+        call.__signature__ = sig  # type: ignore[attr-defined]
+        return call
+
+    methods = {name: make(name) for name in interface_methods(DOMAINS[domain])}
+    return type(f"Remote{DOMAINS[domain].__name__}", (_DomainClient,), methods)
 
 
 class RemoteStore:
-    """Client side: the same methods as Store, executed by the owner over HTTP.
+    """Client side of storage/interfaces.Store: the same domains and methods, executed by the owner over HTTP.
 
-    `subscribe(listener, resync)` gives the same notifications as Store.subscribe, across processes: the subjects
+    `subscribe(listener, resync)` gives the same notifications as the local store, across processes: the subjects
     a call of this client changed are delivered before the call returns (header from the owner), everyone else's
     within `poll_seconds` (a thread polls the owner's change feed); `resync` runs when changes may have been
     missed (the owner restarted, or this client fell too far behind). `rediscover` returns the current owner's
     (url, token) after a restart moved or re-keyed it.
     """
+
+    owns_file = False
 
     def __init__(self, url: str, token: str, timeout: float = 30.0, retries: int = 5,
                  rediscover: Callable[[], tuple[str, str] | None] | None = None, poll_seconds: float = 0.5) -> None:
@@ -75,6 +112,12 @@ class RemoteStore:
         self._stop = threading.Event()
         self._epoch: str | None = None
         self._cursor = -1
+        self.accounts = cast(Accounts, _client_class("accounts")(self, "accounts"))
+        self.preferences = cast(Preferences, _client_class("preferences")(self, "preferences"))
+        self.jobs = cast(Jobs, _client_class("jobs")(self, "jobs"))
+        self.routers = cast(Routers, _client_class("routers")(self, "routers"))
+        self.optimizations = cast(Optimizations, _client_class("optimizations")(self, "optimizations"))
+        self.maintenance = cast(Maintenance, _client_class("maintenance")(self, "maintenance"))
 
     def _connect(self, url: str, token: str) -> httpx.Client:
         return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=self._timeout)
@@ -85,22 +128,14 @@ class RemoteStore:
             self._feed_thread.join(timeout=5)
         self._client.close()
 
-    def __getattr__(self, method: str) -> Callable[..., Any]:
-        if method not in exposed_methods():
-            raise AttributeError(method)
-        sig, hints = _signature(method)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            bound = sig.bind(None, *args, **kwargs)
-            payload = {k: v for k, v in bound.arguments.items() if k != "self"}
-            response = self._request("POST", f"/internal/rpc/{method}", content=msgspec.json.encode(payload))
-            result = msgspec.json.decode(response.content, type=hints["return"], strict=False)
-            changed = response.headers.get(CHANGES_HEADER)
-            if changed:
-                self._deliver(changed.split(","))
-            return result
-
-        return call
+    def call(self, method: str, arguments: dict[str, Any], result_type: Any) -> Any:
+        """One RPC: '<domain>.<method>' with its keyword arguments, the result decoded as `result_type`."""
+        response = self._request("POST", f"/internal/rpc/{method}", content=msgspec.json.encode(arguments))
+        result = msgspec.json.decode(response.content, type=result_type, strict=False)
+        changed = response.headers.get(CHANGES_HEADER)
+        if changed:
+            self._deliver(changed.split(","))
+        return result
 
     # --- notifications across processes ----------------------------------------------------------
 

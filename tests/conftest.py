@@ -43,7 +43,7 @@ def issue_key(client: TestClient) -> Callable[..., IssuedKey]:
     """Issue a key through the app's own store: issue_key("bob", tier="starter") -> IssuedKey."""
 
     def issue(user_id: str = "alice", **attributes: object) -> IssuedKey:
-        return client.app.state.services.store.issue_key(user_id, **attributes)
+        return client.app.state.services.store.accounts.issue_key(user_id, **attributes)
 
     return issue
 

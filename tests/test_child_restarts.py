@@ -1,4 +1,4 @@
-"""The supervisor's crash policy (api/child_restarts.py) on stand-in children: a crashed child restarts with the
+"""The supervisor's crash policy (api/cli/restarts.py) on stand-in children: a crashed child restarts with the
 children that go with it and nobody else, survivors in its process group are killed, and a child that keeps
 crashing makes the supervisor give up. (tests/e2e/test_faults.py does the same to a real `switchboard serve`.)"""
 
@@ -8,9 +8,9 @@ import os
 import signal
 import time
 
-from api.child_restarts import RESTART_LIMIT, ChildRestarts
+from api.cli.restarts import RESTART_LIMIT, ChildRestarts
 from api.settings import get_settings
-from api.supervisor import Supervisor
+from api.cli.supervisor import Supervisor
 from tests.processes import alive
 
 

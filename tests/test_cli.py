@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.supervisor import Child, free_port
+from api.cli.supervisor import Child, free_port
 from storage import owner
 from storage.keys import hash_key
-from storage.store import Store
+from storage.store import LocalStore
 
 REPO = Path(__file__).resolve().parents[1]
 SWITCHBOARD = str(REPO / ".venv" / "bin" / "switchboard")
@@ -42,8 +42,8 @@ def cli(tmp_path: Path):
     return run
 
 
-def open_store(data_dir: Path) -> Store:
-    return Store(data_dir / "switchboard.duckdb")
+def open_store(data_dir: Path) -> LocalStore:
+    return LocalStore(data_dir / "switchboard.duckdb")
 
 
 def test_keys_create_prints_the_key_last_and_it_authenticates(cli):
@@ -55,7 +55,7 @@ def test_keys_create_prints_the_key_last_and_it_authenticates(cli):
     assert "tier startup" in lines[0] and "organization o" in lines[0] and "prompt optimization on" in lines[0]
     store = open_store(cli.data_dir)
     try:
-        user = store.user_for_key(hash_key(key))
+        user = store.accounts.user_for_key(hash_key(key))
         assert (user.user_id, user.organization_id, user.tier, user.prompt_optimization, user.is_admin) == \
             ("u", "o", "startup", True, False)
     finally:
@@ -70,8 +70,8 @@ def test_keys_create_defaults_and_second_key_for_the_same_user(cli):
     store = open_store(cli.data_dir)
     try:
         # Defaults for a new user; the second call changed only the tier.
-        assert store.user_for_key(hash_key(first)) == store.user_for_key(hash_key(second))
-        user = store.user_for_key(hash_key(first))
+        assert store.accounts.user_for_key(hash_key(first)) == store.accounts.user_for_key(hash_key(second))
+        user = store.accounts.user_for_key(hash_key(first))
         assert (user.organization_id, user.tier, user.prompt_optimization) == ("bob", "starter", False)
     finally:
         store.close()
@@ -105,7 +105,7 @@ def test_keys_revoke_by_prefix_and_by_key(cli):
     assert listing.count("revoked") == 2
     store = open_store(cli.data_dir)
     try:
-        assert store.user_for_key(hash_key(a)) is None and store.user_for_key(hash_key(b)) is None
+        assert store.accounts.user_for_key(hash_key(a)) is None and store.accounts.user_for_key(hash_key(b)) is None
     finally:
         store.close()
 
@@ -117,14 +117,14 @@ def test_keys_revoke_bad_ref_exits_1_with_a_message(cli):
     assert "Traceback" not in done.stderr
     store = open_store(cli.data_dir)
     try:
-        assert store.user_for_key(hash_key(key)) is not None  # nothing revoked
+        assert store.accounts.user_for_key(hash_key(key)) is not None  # nothing revoked
     finally:
         store.close()
 
 
 def run_in_process(capsys, *args: str) -> tuple[int, str, str]:
     """Argument parsing through the same entry point, without paying for a process start."""
-    from api.cli import main
+    from api.cli.main import main
 
     with pytest.raises(SystemExit) as exited:
         main(list(args))
@@ -186,8 +186,8 @@ def test_blank_user_gets_a_clear_error(cli):
 
 def test_a_locked_database_gets_a_clear_error(cli, tmp_path):
     holder = subprocess.Popen([PYTHON, "-c", (
-        "import sys; from pathlib import Path; from storage.store import Store; "
-        f"s = Store(Path({str(cli.data_dir / 'switchboard.duckdb')!r})); print('held', flush=True); "
+        "import sys; from pathlib import Path; from storage.store import LocalStore; "
+        f"s = LocalStore(Path({str(cli.data_dir / 'switchboard.duckdb')!r})); print('held', flush=True); "
         "sys.stdin.read()")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env_for(cli.data_dir),
         cwd=REPO)
     try:

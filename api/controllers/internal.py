@@ -15,7 +15,7 @@ from litestar.params import FromPath, Parameter
 from api.errors import BadRequest, NotFound, Unauthorized
 from storage.owner_changes import CHANGES_HEADER, ChangeFeed
 from storage.owner_endpoint import OwnerEndpoint
-from storage.store import StoreError
+from storage.errors import StoreError
 
 
 def _check_token(request: Request, owner: OwnerEndpoint) -> None:

@@ -40,12 +40,12 @@ class PreferenceController(Controller):
         name = data.name.strip() if data.name else ""
         if not name:
             name = "Preference " + datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        pref = services.store.create_preference(user.user_id, name)
+        pref = services.store.preferences.create(user.user_id, name)
         return PreferenceCreateResponse(preference_id=pref.preference_id)
 
     @put("/userPreferenceUpdate", operation_id="userPreferenceUpdate", summary="Update a preference", responses=error_responses(404))
     async def update(self, data: JSONBody[UpdatePreferenceBase], user: NamedDependency[User], services: NamedDependency[Services]) -> PreferenceResponse:
-        current = services.store.get_preference(user.user_id, data.preference_id)
+        current = services.store.preferences.get(user.user_id, data.preference_id)
         if current is None:
             raise not_found(data.preference_id)
         changes = PreferenceChanges(**{f: getattr(data, f) for f in PreferenceChanges.__struct_fields__})
@@ -57,7 +57,7 @@ class PreferenceController(Controller):
         if merged_tradeoff is not None and merged_cqt is not None:
             raise BadRequest("tradeoff and cost_quality_tradeoff are mutually exclusive; clear one with null",
                              code="INVALID_PREFERENCE")
-        updated = services.store.update_preference(user.user_id, data.preference_id, changes)
+        updated = services.store.preferences.update(user.user_id, data.preference_id, changes)
         if updated is None:  # deleted between the read and the write
             raise not_found(data.preference_id)
         return to_response(updated)
@@ -65,8 +65,8 @@ class PreferenceController(Controller):
     @delete("/userPreferenceDelete/{preference_id:str}", operation_id="userPreferenceDelete", status_code=200,
             summary="Delete a preference and its custom router", responses=error_responses(404))
     async def remove(self, preference_id: FromPath[str], user: NamedDependency[User], services: NamedDependency[Services]) -> PreferenceDeleteResponse:
-        datasets = services.store.training_datasets(preference_id)  # read first: the user's own ids only, below
-        artefacts = services.store.delete_preference(user.user_id, preference_id)
+        datasets = services.store.routers.datasets(preference_id)  # read first: the user's own ids only, below
+        artefacts = services.store.preferences.delete(user.user_id, preference_id)
         if artefacts is None:
             raise not_found(preference_id)
         remove_inside(services.settings.artefacts_dir, artefacts)

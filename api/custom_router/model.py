@@ -6,7 +6,7 @@
 - trees_m: the XGBoost models of the cross-validation folds, averaged (evaluated with numpy, api.custom_router.trees);
 - knn_m: similarity-weighted mean score of model m on the 30 most similar training prompts (cosine on the embedding);
 - w: the blend, chosen on out-of-fold predictions; (a, b)_m: Platt scaling of model m's blend to the observed
-  score scale (scores rescaled to 0..1, see api.custom_router.training).
+  score scale (scores rescaled to 0..1, see flows.custom_router.training).
 
 Artefact folder (immutable, one per training job; "promote" = the custom_routers.is_live pointer):
 router.json (format, encoder version, models and prices, schedule, stacker), linear.npy, knn_embeddings.npy

@@ -59,7 +59,7 @@ class CustomRouterRegistry:
 
     def load_all(self) -> "CustomRouterRegistry":
         with self._sync:
-            for state in self.store.router_states():
+            for state in self.store.routers.states():
                 self._apply(state)
         return self
 
@@ -69,7 +69,7 @@ class CustomRouterRegistry:
 
     def refresh(self, preference_id: str) -> None:
         with self._sync:
-            self._apply(self.store.router_state(preference_id))
+            self._apply(self.store.routers.state(preference_id))
 
     def _apply(self, state: RouterState) -> None:
         if state.job is None and state.live is None:

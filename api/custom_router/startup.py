@@ -14,19 +14,19 @@ from __future__ import annotations
 import logging
 
 from api.catalogue import Catalogue
-from api.custom_router.launcher import PrefectLauncher
+from api.launcher import PrefectLauncher
 from api.custom_router.registry import CustomRouterRegistry
 from api.custom_router.submission import RouterTrainingService
 from api.routing.features import Featurizer
 from api.settings import Settings
-from storage.training_store import TRAIN_CUSTOM_ROUTER
+from storage.records import TRAIN_CUSTOM_ROUTER
 
 log = logging.getLogger("switchboard.custom_routers")
 RESTART_REASON = "interrupted by a service restart before it finished; upload the data again"
 
 
 def fail_interrupted_trainings(store) -> None:
-    interrupted = store.fail_open_jobs(TRAIN_CUSTOM_ROUTER, RESTART_REASON)
+    interrupted = store.jobs.fail_open(TRAIN_CUSTOM_ROUTER, RESTART_REASON)
     if interrupted:
         log.warning("%d custom router training job(s) were interrupted by the restart and marked failed",
                     len(interrupted))
@@ -36,4 +36,4 @@ def custom_router_services(settings: Settings, store, catalogue: Catalogue,
                            featurizer: Featurizer) -> tuple[CustomRouterRegistry, RouterTrainingService]:
     # Subscribed before loading, so a change committed meanwhile is applied after the load, not lost.
     registry = CustomRouterRegistry(store, featurizer, settings.artefacts_dir).attach().load_all()
-    return registry, RouterTrainingService(store, catalogue, settings, PrefectLauncher())
+    return registry, RouterTrainingService(store, catalogue, settings, PrefectLauncher("custom-router"))

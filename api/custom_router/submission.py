@@ -18,7 +18,7 @@ import msgspec
 
 from api.catalogue import Catalogue
 from api.custom_router.encoders import LANGUAGES
-from api.custom_router.launcher import TRAIN_CUSTOM_ROUTER_DEPLOYMENT, FlowLauncher
+from api.launcher import TRAIN_CUSTOM_ROUTER, FlowLauncher
 from api.errors import ApiError, BadRequest, Conflict, NotFound, PayloadTooLarge, RequestTimeout, ServiceUnavailable
 from api.schemas.model_select import LLMProvider
 from api.schemas.router_training import TrainCustomRouterForm
@@ -74,9 +74,9 @@ class RouterTrainingService:
         path = self.settings.data_dir / "uploads" / "router_training" / f"{dataset_id}.parquet"
         rows = await self._validate_and_store(raw, form.prompt_column, models, path)
 
-        pref_id = form.preference_id or self.store.create_preference(
+        pref_id = form.preference_id or self.store.preferences.create(
             user.user_id, "Custom router " + datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")).preference_id
-        start = self.store.start_router_training(user.user_id, pref_id, str(path), form.language, form.maximize,
+        start = self.store.routers.start_training(user.user_id, pref_id, str(path), form.language, form.maximize,
                                                  json.dumps(models), rows)
         for old in start.superseded:  # their jobs are already `cancelled` in storage; stop the runs too
             if old.flow_run_id:
@@ -87,22 +87,22 @@ class RouterTrainingService:
         params = {"job_id": start.job.job_id, "preference_id": pref_id, "dataset_path": str(path),
                   "language": form.language, "maximize": form.maximize, "models": models}
         try:
-            flow_run_id = await self.launcher.trigger(TRAIN_CUSTOM_ROUTER_DEPLOYMENT, params)
+            flow_run_id = await self.launcher.trigger(TRAIN_CUSTOM_ROUTER, params)
         except Exception as exc:
-            self.store.update_job(start.job.job_id, status="failed", only_if_open=True,
+            self.store.jobs.update(start.job.job_id, status="failed", only_if_open=True,
                                   error=f"could not queue the training flow: {exc}")
             raise ServiceUnavailable(f"the dataset is valid but the training flow could not be queued ({exc}); "
                                      "try again shortly", code="FLOW_UNAVAILABLE") from exc
-        self.store.mark_job_queued(start.job.job_id, flow_run_id)
+        self.store.jobs.mark_queued(start.job.job_id, flow_run_id)
         return pref_id
 
     def _check_preference(self, user: User, preference_id: str, override: bool) -> None:
-        if self.store.get_preference(user.user_id, preference_id) is None:
+        if self.store.preferences.get(user.user_id, preference_id) is None:
             raise NotFound(f"preference {preference_id!r} not found for this API key's user",
                            code="PREFERENCE_NOT_FOUND", details={"preference_id": preference_id})
         if override:
             return
-        state = self.store.router_state(preference_id)
+        state = self.store.routers.state(preference_id)
         if state.live is not None or (state.job is not None and state.job.status in OPEN_JOB_STATUSES):
             raise Conflict(f"preference {preference_id!r} already has a custom router"
                            f"{' in training' if state.live is None else ''}; send override=true to replace it",

@@ -11,7 +11,7 @@ import msgspec
 
 from api.catalogue import Catalogue
 from api.errors import Forbidden, NotFound, ServiceUnavailable, TooManyRequests
-from api.prompt_optimization.launcher import OPTIMIZE_PROMPT_DEPLOYMENT, RunLauncher
+from api.launcher import OPTIMIZE_PROMPT, FlowLauncher
 from api.prompt_optimization.usage_log import run_usage
 from api.prompt_optimization.validation import check_access, validate
 from api.schemas.prompt_optimization import (CostResponse, LLMRequestMetric, OptimizationResults, OptimizeRequest,
@@ -31,14 +31,14 @@ def _json(raw: str | None) -> dict | None:
 def fail_interrupted_runs(store) -> list[str]:
     """Start-up rule: runs open when the service starts lost their flow run (the runner restarts with the store;
     api.app.apply_restart_rule says who applies it)."""
-    failed = store.fail_open_optimizations(RESTART_REASON)
+    failed = store.optimizations.fail_open(RESTART_REASON)
     if failed:
         log.warning("%d prompt optimization run(s) were interrupted by the restart and marked failed", len(failed))
     return failed
 
 
 class PromptOptimizationService:
-    def __init__(self, store, catalogue: Catalogue, settings: Settings, launcher: RunLauncher) -> None:
+    def __init__(self, store, catalogue: Catalogue, settings: Settings, launcher: FlowLauncher) -> None:
         self.store, self.catalogue, self.settings, self.launcher = store, catalogue, settings, launcher
 
     def recover(self) -> list[str]:
@@ -47,7 +47,7 @@ class PromptOptimizationService:
     async def start(self, req: OptimizeRequest, user: User) -> str:
         check_access(user)
         valid = validate(req, user, self.catalogue)
-        started = self.store.start_optimization(
+        started = self.store.optimizations.start(
             user.user_id, user.organization_id, json.dumps(valid.spec), valid.evaluation_metric,
             valid.evaluation_config, req.prototype_mode, valid.spec["origin"], valid.spec["targets"])
         if started.run is None:
@@ -56,17 +56,17 @@ class PromptOptimizationService:
                                   details={"running_run_id": started.running_run_id})
         run_id = started.run.run_id
         try:
-            flow_run_id = await self.launcher.trigger(OPTIMIZE_PROMPT_DEPLOYMENT, {"run_id": run_id})
+            flow_run_id = await self.launcher.trigger(OPTIMIZE_PROMPT, {"run_id": run_id})
         except Exception as exc:
-            self.store.finish_optimization(run_id, "failed", f"could not queue the optimization flow: {exc}")
+            self.store.optimizations.finish(run_id, "failed", f"could not queue the optimization flow: {exc}")
             raise ServiceUnavailable(f"the optimization flow could not be queued ({exc}); try again shortly",
                                      code="FLOW_UNAVAILABLE") from exc
-        self.store.mark_job_queued(run_id, flow_run_id)
+        self.store.jobs.mark_queued(run_id, flow_run_id)
         return run_id
 
     def _own(self, run_id: str, user: User, foreign_is_404: bool = False) -> OptimizationRun:
         check_access(user)
-        run = self.store.optimization_run(run_id)
+        run = self.store.optimizations.get(run_id)
         if run is None or (foreign_is_404 and run.user_id != user.user_id):
             raise NotFound(f"optimization run {run_id!r} not found", code="RUN_ID_NOT_FOUND",
                            details={"optimization_run_id": run_id})
@@ -79,7 +79,7 @@ class PromptOptimizationService:
         run = self._own(run_id, user, foreign_is_404=True)  # the spec gives status no 403
         position = None
         if run.status == "queued":
-            position = self.store.optimization_queue_position(run_id)
+            position = self.store.optimizations.queue_position(run_id)
             if position is None:  # it left the queue between the two reads: answer where it is now
                 run = self._own(run_id, user, foreign_is_404=True)
         return run.status, position, run.error

@@ -7,7 +7,7 @@ per-query outcomes of GPT-4-1106-preview and Mixtral-8x7B with those two models'
 priors; c_m comes from the capability prior (api.routing.capability), so any model with a prior, a family match or
 a price gets a score. Inference is two dot products and a sigmoid per candidate: numpy only.
 
-Artefact (datasets/default_router/, written by api.routing.training.train):
+Artefact (datasets/default_router/, written by flows.default_router.train):
 - encoder.json, static_embedding.npy, tokenizer.json: the text encoder (api.routing.features);
 - router.json: feature_version, the two heads, the trade-off schedule, the fallback line, training report.
 Loading refuses an artefact whose feature_version differs from the code's FEATURE_VERSION.

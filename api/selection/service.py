@@ -45,7 +45,7 @@ class RouterSource(Protocol):
     """Which router serves a preference: its live custom router, or None for the default. Raises an ApiError while
     the preference's training is open or after it failed (api.custom_router.registry). A custom router also has
     `known(candidates)` and takes `text=` (api.selection.custom_mix); cost_quality_tradeoff uses its own schedule,
-    calibrated on its training data (api.custom_router.calibration), which goes beyond the spec (there it is not
+    calibrated on its training data (flows.custom_router.calibration), which goes beyond the spec (there it is not
     supported with custom routers)."""
 
     def for_preference(self, preference: Preference | None) -> ScoringRouter | None: ...

@@ -13,7 +13,7 @@ import pytest
 from litestar.testing import TestClient
 
 from api.settings import reset_settings
-from tests.fakes.provider import fake_provider
+from tests.support.fakes.provider import fake_provider
 
 SELECT, FEEDBACK = "/v2/modelRouter/modelSelect", "/v2/report/metrics/feedback"
 MATH = "Compute 31 * 47 + 512 and then divide the result by 7. Show the arithmetic step by step."
@@ -41,8 +41,8 @@ def _route_and_report(preference_id: str) -> tuple[int, int, list[tuple[str, int
     decisions, custom, reports = 0, 0, []
     with TestClient(create_app(publish_owner=False)) as client:
         store = client.app.state.services.store
-        alice = {"Authorization": f"Bearer {store.issue_key('alice').key}"}
-        bob = {"Authorization": f"Bearer {store.issue_key('bob', organization_id='acme').key}"}
+        alice = {"Authorization": f"Bearer {store.accounts.issue_key('alice').key}"}
+        bob = {"Authorization": f"Bearer {store.accounts.issue_key('bob', organization_id='acme').key}"}
         calls = [(alice, MATH, [DEAR, CHEAP], {"preference_id": preference_id}),
                  (alice, TRIVIA, [DEAR, CHEAP], {"preference_id": preference_id}),
                  (alice, MATH, [DEAR, CHEAP], {"preference_id": preference_id, "cost_quality_tradeoff": 10}),

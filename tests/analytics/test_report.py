@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import re
 
-from api.cli import main
+from api.cli.main import main
 
 
 def test_report_is_self_contained_html_with_charts(seeded, tmp_path, capsys):

@@ -9,10 +9,10 @@ import duckdb
 import httpx
 import pytest
 
-from api.cli import main
+from api.cli.main import main
 from storage import analytics
 from storage import owner
-from storage.store import Store
+from storage.store import LocalStore
 from tests.storage.test_rpc import ApiServer
 
 
@@ -106,11 +106,11 @@ def test_a_reader_never_holds_the_file(tmp_path):
     """No owner running: the catalogue is read from the file and detached, so the service can start (open the
     file for writing) while a notebook keeps its connection."""
     data = tmp_path / "data"
-    Store(data / "switchboard.duckdb").close()
+    LocalStore(data / "switchboard.duckdb").close()
     reader = analytics.connect(data)
-    writer = Store(data / "switchboard.duckdb")  # would raise DatabaseLocked if the reader held the file
+    writer = LocalStore(data / "switchboard.duckdb")  # would raise DatabaseLocked if the reader held the file
     try:
-        writer.issue_key("carol")
+        writer.accounts.issue_key("carol")
         assert one(reader, "SELECT count(*) FROM store.users") == (0,)  # a snapshot: reconnect to see more
     finally:
         reader.close()
@@ -129,7 +129,7 @@ def test_reading_while_the_service_runs(tmp_path):
         with pytest.raises(duckdb.IOException, match="lock"):
             duckdb.connect(str(server.db_path), read_only=True)
         remote = owner.open_store(server.db_path, server.run_dir)
-        key = remote.issue_key("dana", organization_id="acme").key
+        key = remote.accounts.issue_key("dana", organization_id="acme").key
         remote.close()
         headers = {"Authorization": f"Bearer {key}"}
         create = f"{server.url}/v2/preferences/userPreferenceCreate"

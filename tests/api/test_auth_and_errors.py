@@ -50,7 +50,7 @@ def assert_validation_body(response) -> list[dict]:
 
 
 def preference_count(client: TestClient) -> int:
-    return client.app.state.services.store._rows("SELECT count(*) FROM preferences")[0][0]
+    return client.app.state.services.store.database.rows("SELECT count(*) FROM preferences")[0][0]
 
 
 # --- authentication -------------------------------------------------------------------------------
@@ -96,12 +96,12 @@ def test_a_valid_key_authenticates_and_the_scheme_is_case_insensitive(client, is
         response = client.post(CREATE, json={"name": scheme}, headers={"Authorization": f"{scheme} {key}"})
         assert response.status_code == 200, response.text
     store = client.app.state.services.store
-    assert sorted(p.name for p in store.list_preferences("alice")) == ["BEARER", "Bearer", "bearer"]
+    assert sorted(p.name for p in store.preferences.for_user("alice")) == ["BEARER", "Bearer", "bearer"]
 
 
 def test_a_key_revoked_before_use_is_rejected(client, issue_key):
     issued = issue_key("alice")
-    client.app.state.services.store.revoke_key(issued.info.key_id)
+    client.app.state.services.store.accounts.revoke_key(issued.info.key_id)
     response = client.post(CREATE, json={}, headers={"Authorization": f"Bearer {issued.key}"})
     error = assert_envelope(response, 401, "UNAUTHORIZED", "authentication_error")
     assert "revoked" in error["message"]
@@ -109,7 +109,7 @@ def test_a_key_revoked_before_use_is_rejected(client, issue_key):
 
 def test_revoking_one_key_leaves_the_users_other_keys_working(client, issue_key):
     first, second = issue_key("alice"), issue_key("alice")
-    client.app.state.services.store.revoke_key(first.info.key_id)
+    client.app.state.services.store.accounts.revoke_key(first.info.key_id)
     assert client.post(CREATE, json={}, headers={"Authorization": f"Bearer {first.key}"}).status_code == 401
     assert client.post(CREATE, json={}, headers={"Authorization": f"Bearer {second.key}"}).status_code == 200
 
@@ -145,7 +145,7 @@ def test_revocation_via_rpc_takes_effect_at_once_despite_the_auth_cache(client, 
     services = client.app.state.services
     assert services.auth_cache.get(hash_key(issued.key))[0]  # proves the cache is warm (30 s TTL)
 
-    response = rpc(client, "revoke_key", {"key_ref": issued.info.key_prefix})
+    response = rpc(client, "accounts.revoke_key", {"key_ref": issued.info.key_prefix})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["key_id"] == issued.info.key_id and body["revoked_at"] is not None
@@ -153,20 +153,20 @@ def test_revocation_via_rpc_takes_effect_at_once_despite_the_auth_cache(client, 
     error = assert_envelope(client.post(CREATE, json={}, headers=headers), 401, "UNAUTHORIZED",
                             "authentication_error")
     assert "revoked" in error["message"]
-    assert len(services.store.list_preferences("alice")) == 1
+    assert len(services.store.preferences.for_user("alice")) == 1
 
 
 def test_rpc_without_or_with_a_wrong_token_is_401(client):
     for token in ("", "not-the-token", "Bearer"):
-        error = assert_envelope(rpc(client, "list_keys", token=token), 401, "UNAUTHORIZED",
+        error = assert_envelope(rpc(client, "accounts.list_keys", token=token), 401, "UNAUTHORIZED",
                                 "authentication_error")
         assert "owner token" in error["message"]
     # An ordinary API key is not the owner token either.
-    key = client.app.state.services.store.issue_key("alice").key
-    assert rpc(client, "list_keys", token=key).status_code == 401
+    key = client.app.state.services.store.accounts.issue_key("alice").key
+    assert rpc(client, "accounts.list_keys", token=key).status_code == 401
     # A refused revoke changes nothing.
-    assert rpc(client, "revoke_key", {"key_ref": key}, token="nope").status_code == 401
-    assert client.app.state.services.store.user_for_key(hash_key(key)) is not None
+    assert rpc(client, "accounts.revoke_key", {"key_ref": key}, token="nope").status_code == 401
+    assert client.app.state.services.store.accounts.user_for_key(hash_key(key)) is not None
 
 
 def test_rpc_unknown_method_is_404_and_private_methods_are_not_reachable(client):
@@ -176,15 +176,15 @@ def test_rpc_unknown_method_is_404_and_private_methods_are_not_reachable(client)
 
 
 def test_rpc_store_errors_and_bad_arguments_are_400(client):
-    error = assert_envelope(rpc(client, "revoke_key", {"key_ref": "nothing-like-it"}), 400, "BAD_REQUEST",
+    error = assert_envelope(rpc(client, "accounts.revoke_key", {"key_ref": "nothing-like-it"}), 400, "BAD_REQUEST",
                             "invalid_request_error")
     assert "no API key matches" in error["message"]
-    error = assert_envelope(rpc(client, "revoke_key", {}), 400, "BAD_REQUEST", "invalid_request_error")
+    error = assert_envelope(rpc(client, "accounts.revoke_key", {}), 400, "BAD_REQUEST", "invalid_request_error")
     assert "key_ref" in error["message"]
 
 
 def test_rpc_round_trips_a_typed_call(client):
-    response = rpc(client, "issue_key", {"user_id": "carol", "tier": "starter"})
+    response = rpc(client, "accounts.issue_key", {"user_id": "carol", "tier": "starter"})
     assert response.status_code == 200, response.text
     issued = response.json()
     assert issued["user"]["tier"] == "starter" and issued["key"].startswith("sb-")
@@ -258,7 +258,7 @@ def test_wrong_types_are_422_with_a_field_loc(client, auth):
     items = assert_validation_body(client.put(UPDATE, json={"preference_id": pid, "max_model_depth": "deep"},
                                               headers=h))
     assert items[0]["loc"] == ["body", "max_model_depth"]
-    assert client.app.state.services.store.get_preference("alice", pid).max_model_depth is None
+    assert client.app.state.services.store.preferences.get("alice", pid).max_model_depth is None
 
 
 @pytest.mark.parametrize("raw", [b"{bad", b'{"name": }', b"{'name': 'single quotes'}", b'{"name": "x"',
@@ -332,7 +332,7 @@ def small_cap_client(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
 def test_a_body_over_the_cap_is_413_and_nothing_is_stored(small_cap_client):
     client = small_cap_client
     assert client.app.state.services.settings.max_body_bytes == 512
-    h = {"Authorization": f"Bearer {client.app.state.services.store.issue_key('alice').key}"}
+    h = {"Authorization": f"Bearer {client.app.state.services.store.accounts.issue_key('alice').key}"}
     # Valid JSON over the cap (the name itself would pass validation at 200 chars... so pad another field).
     big = {"name": "ok", "padding": "x" * 2000}
     error = assert_envelope(client.post(CREATE, json=big, headers=h), 413, "PAYLOAD_TOO_LARGE",
@@ -346,7 +346,7 @@ def test_a_body_over_the_cap_is_413_and_nothing_is_stored(small_cap_client):
 
 def test_a_chunked_body_over_the_cap_is_413(small_cap_client):
     client = small_cap_client
-    h = {"Authorization": f"Bearer {client.app.state.services.store.issue_key('alice').key}",
+    h = {"Authorization": f"Bearer {client.app.state.services.store.accounts.issue_key('alice').key}",
          "content-type": "application/json"}
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the cap must hold while streaming
@@ -362,11 +362,11 @@ def test_a_chunked_body_over_the_cap_is_413(small_cap_client):
 
 def test_an_oversized_update_leaves_the_stored_preference_alone(small_cap_client):
     client = small_cap_client
-    h = {"Authorization": f"Bearer {client.app.state.services.store.issue_key('alice').key}"}
+    h = {"Authorization": f"Bearer {client.app.state.services.store.accounts.issue_key('alice').key}"}
     pid = client.post(CREATE, json={"name": "keep me"}, headers=h).json()["preference_id"]
     response = client.put(UPDATE, json={"preference_id": pid, "name": "y" * 1000}, headers=h)
     assert_envelope(response, 413, "PAYLOAD_TOO_LARGE", "invalid_request_error")
-    assert client.app.state.services.store.get_preference("alice", pid).name == "keep me"
+    assert client.app.state.services.store.preferences.get("alice", pid).name == "keep me"
 
 
 # --- unexpected exceptions ------------------------------------------------------------------------
@@ -378,7 +378,7 @@ def test_an_unexpected_exception_is_a_500_envelope_without_internals(client, aut
     def explode(*args, **kwargs):
         raise RuntimeError("secret-internal-detail at /very/private/path.py")
 
-    monkeypatch.setattr(store, "create_preference", explode)
+    monkeypatch.setattr(store.preferences, "create", explode)
     with caplog.at_level(logging.ERROR, logger="switchboard.api"):
         response = client.post(CREATE, json={"name": "boom"}, headers=auth())
     error = assert_envelope(response, 500, "INTERNAL_ERROR", "api_error")
@@ -401,13 +401,13 @@ def test_plaintext_keys_never_reach_the_data_dir(data_dir, caplog):
     caplog.set_level(logging.DEBUG)
     with TestClient(create_app(publish_owner=False), raise_server_exceptions=False) as client:
         store = client.app.state.services.store
-        issued = [store.issue_key(f"user{i}", tier="startup") for i in range(3)]
+        issued = [store.accounts.issue_key(f"user{i}", tier="startup") for i in range(3)]
         for key in issued:
             h = {"Authorization": f"Bearer {key.key}"}
             assert client.post(CREATE, json={"name": f"pref of {key.info.user_id}"}, headers=h).status_code == 200
-        revoked = rpc(client, "revoke_key", {"key_ref": issued[0].key})  # revoke by the key itself
+        revoked = rpc(client, "accounts.revoke_key", {"key_ref": issued[0].key})  # revoke by the key itself
         assert revoked.status_code == 200
-        via_rpc = rpc(client, "issue_key", {"user_id": "rpcuser"}).json()["key"]
+        via_rpc = rpc(client, "accounts.issue_key", {"user_id": "rpcuser"}).json()["key"]
     # The app is closed: DuckDB has checkpointed and released the file.
     files = [p for p in data_dir.rglob("*") if p.is_file()]
     assert any(p.suffix == ".duckdb" for p in files)

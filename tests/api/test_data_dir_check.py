@@ -67,7 +67,7 @@ def test_a_full_or_read_only_disk_is_named(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_cli_serve_checks_before_starting_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from api import cli
+    from api.cli.main import main
     from api.settings import reset_settings
 
     monkeypatch.setenv("SWITCHBOARD_DATA_DIR", str(tmp_path / "data"))
@@ -76,10 +76,10 @@ def test_cli_serve_checks_before_starting_anything(tmp_path: Path, monkeypatch: 
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr("api.settings._write_probe", full_disk)
-    monkeypatch.setattr("api.supervisor.serve", lambda *a: pytest.fail("serve started on a full disk"))
+    monkeypatch.setattr("api.cli.supervisor.serve", lambda *a: pytest.fail("serve started on a full disk"))
     try:
         with pytest.raises(SystemExit, match="no space left"):
-            cli.main(["serve"])
+            main(["serve"])
     finally:
         reset_settings()
 

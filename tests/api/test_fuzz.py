@@ -18,7 +18,7 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
                                                status_code_conformance)
 
-from tests.fakes.launcher import FakeLauncher
+from tests.support.fakes.launcher import FakeLauncher
 
 CONFORMANCE = [status_code_conformance, content_type_conformance, response_schema_conformance]
 EXAMPLES = 12  # per operation and generation mode: ~14 operations x 2 modes, well inside the 60 s budget

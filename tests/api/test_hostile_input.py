@@ -15,7 +15,7 @@ import pytest
 
 from flows.prompt_opt import metrics
 from tests.api.test_auth_and_errors import assert_envelope, assert_validation_body
-from tests.fakes.launcher import FakeLauncher
+from tests.support.fakes.launcher import FakeLauncher
 from tests.custom_router.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
 from tests.prompt_optimization.conftest import body as optimize_body
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.api.test_auth_and_errors import assert_envelope
-from tests.fakes.launcher import FakeLauncher
+from tests.support.fakes.launcher import FakeLauncher
 from tests.custom_router.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
 from tests.prompt_optimization.conftest import body as optimize_body
 
@@ -160,6 +160,6 @@ def test_preference_survives_the_other_users_attempts(client, world):
     for case in MATRIX:
         case.call(client, world["ids"], world["bob"])
     store = client.app.state.services.store
-    pref = store.get_preference("alice", world["ids"]["preference_id"])
+    pref = store.preferences.get("alice", world["ids"]["preference_id"])
     assert pref is not None and pref.name == "alice's"
-    assert store.get_preference("bob", world["ids"]["preference_id"]) is None
+    assert store.preferences.get("bob", world["ids"]["preference_id"]) is None

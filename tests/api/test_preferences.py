@@ -16,8 +16,8 @@ def test_create_with_and_without_name(client, auth):
     unnamed = create(client, h)
     assert uuid.UUID(named) and uuid.UUID(unnamed) and named != unnamed
     store = client.app.state.services.store
-    assert store.get_preference("alice", named).name == "Support bot"
-    assert store.get_preference("alice", unnamed).name.startswith("Preference 20")
+    assert store.preferences.get("alice", named).name == "Support bot"
+    assert store.preferences.get("alice", unnamed).name.startswith("Preference 20")
 
 
 def test_update_sets_and_clears_routing_defaults(client, auth):
@@ -45,7 +45,7 @@ def test_update_rejects_both_tradeoffs(client, auth):
                    json={"preference_id": pid, "cost_quality_tradeoff": 2})
     assert r.status_code == 400
     assert r.json()["error"]["code"] == "INVALID_PREFERENCE"
-    assert client.app.state.services.store.get_preference("alice", pid).tradeoff == "cost"  # nothing changed
+    assert client.app.state.services.store.preferences.get("alice", pid).tradeoff == "cost"  # nothing changed
 
 
 def test_update_validation_errors_are_422(client, auth):
@@ -70,7 +70,7 @@ def test_other_users_preference_is_404(client, auth):
     assert r.status_code == 404 and r.json()["error"]["code"] == "PREFERENCE_NOT_FOUND"
     r = client.delete(f"/v2/preferences/userPreferenceDelete/{pid}", headers=bob)
     assert r.status_code == 404
-    assert client.app.state.services.store.get_preference("alice", pid) is not None  # untouched
+    assert client.app.state.services.store.preferences.get("alice", pid) is not None  # untouched
 
 
 def test_delete_removes_preference_and_its_custom_router(client, auth, data_dir):
@@ -80,18 +80,18 @@ def test_delete_removes_preference_and_its_custom_router(client, auth, data_dir)
     artefact = data_dir / "artefacts" / "routers" / pid / "v1"
     artefact.mkdir(parents=True)
     (artefact / "router.json").write_text("{}")
-    store._run("INSERT INTO custom_routers VALUES ('r1', ?, NULL, ?, true, now())", [pid, str(artefact)])
+    store.database.run("INSERT INTO custom_routers VALUES ('r1', ?, NULL, ?, true, now())", [pid, str(artefact)])
     upload = data_dir / "uploads" / "router_training" / "d1.parquet"
     upload.parent.mkdir(parents=True)
     upload.write_bytes(b"PAR1")
-    store.start_router_training("alice", pid, str(upload), "english", True, "[]", 30)
-    assert store.get_preference("alice", pid).has_custom_router
+    store.routers.start_training("alice", pid, str(upload), "english", True, "[]", 30)
+    assert store.preferences.get("alice", pid).has_custom_router
     r = client.delete(f"/v2/preferences/userPreferenceDelete/{pid}", headers=h)
     assert r.status_code == 200
     assert r.json() == {"preference_id": pid, "deleted": True, "custom_routers_removed": 1}
-    assert store.get_preference("alice", pid) is None
+    assert store.preferences.get("alice", pid) is None
     assert not artefact.exists() and not upload.exists()  # the team's uploaded data goes with the preference
-    assert store._rows("SELECT count(*) FROM custom_routers")[0][0] == 0
+    assert store.database.rows("SELECT count(*) FROM custom_routers")[0][0] == 0
     assert client.delete(f"/v2/preferences/userPreferenceDelete/{pid}", headers=h).status_code == 404
 
 
@@ -100,7 +100,7 @@ def test_delete_never_removes_files_outside_the_data_dir(client, auth, tmp_path)
     pid = create(client, h)
     outside = tmp_path / "precious"
     outside.mkdir()
-    client.app.state.services.store._run(
+    client.app.state.services.store.database.run(
         "INSERT INTO custom_routers VALUES ('r2', ?, NULL, ?, true, now())", [pid, str(outside)])
     assert client.delete(f"/v2/preferences/userPreferenceDelete/{pid}", headers=h).status_code == 200
     assert outside.exists()

@@ -13,9 +13,9 @@ import pytest
 
 from api.settings import get_settings
 from storage.keys import hash_key
-from storage.store import Store
-from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.provider import fake_provider
+from storage.store import LocalStore
+from tests.support.fakes.openai_server import FakeOpenAI
+from tests.support.fakes.provider import fake_provider
 from tests.flows.test_optimize_prompt import start_run, stored
 
 CREATE = "/v2/preferences/userPreferenceCreate"
@@ -26,9 +26,9 @@ PROVIDER_SECRETS = {"SWITCHBOARD_LLM_API_KEY": "sk-canary-LLM-5f1b8e0c9d",
 
 def text_columns(store: Store) -> dict[tuple[str, str], list]:
     """(table, column) -> values, for every text column of every table in the store."""
-    columns = store._rows("SELECT table_name, column_name FROM information_schema.columns "
+    columns = store.database.rows("SELECT table_name, column_name FROM information_schema.columns "
                           "WHERE data_type = 'VARCHAR' AND table_schema = 'main'")
-    return {(t, c): [r[0] for r in store._rows(f'SELECT "{c}" FROM "{t}"')] for t, c in columns}
+    return {(t, c): [r[0] for r in store.database.rows(f'SELECT "{c}" FROM "{t}"')] for t, c in columns}
 
 
 def files_containing(root: Path, needles: list[str]) -> list[str]:
@@ -62,7 +62,7 @@ def test_api_keys_are_stored_only_as_hashes(client, issue_key, data_dir):
 def test_api_keys_never_reach_logs_or_error_bodies(client, issue_key, everything_logged):
     issued = issue_key("alice")
     revoked = issue_key("alice")
-    client.app.state.services.store.revoke_key(revoked.info.key_id)
+    client.app.state.services.store.accounts.revoke_key(revoked.info.key_id)
     client.app.state.services.auth_cache.clear()
     bodies = []
     for key in (issued.key, revoked.key, issued.key + "x", "sb-" + "A" * 400):
@@ -90,7 +90,7 @@ def test_key_and_owner_token_comparisons_are_constant_time(client, issue_key, mo
     assert client.post(CREATE, json={}, headers={"Authorization": f"Bearer {issued.key}"}).status_code == 200
     assert any(hash_key(issued.key) in (a, b) for a, b in compared), "the key hash lookup must use compare_digest"
     compared.clear()
-    response = client.post("/internal/rpc/user_for_key", json={"key_hash": "x"},
+    response = client.post("/internal/rpc/accounts.user_for_key", json={"key_hash": "x"},
                            headers={"Authorization": "Bearer not-the-owner-token"})
     assert response.status_code == 401
     assert any(b"not-the-owner-token" in (a, b) or "not-the-owner-token" in (a, b) for a, b in compared)
@@ -124,7 +124,7 @@ def test_provider_keys_appear_in_no_log_error_or_stored_record(canary_llm, data_
     seen = logged_text(everything_logged) + repr(summary) + repr(run) + repr(usage)
     assert not [s for s in secrets if s in seen]
     assert not files_containing(data_dir, secrets)
-    store = Store(get_settings().db_path)
+    store = LocalStore(get_settings().db_path)
     try:
         assert not [tc for tc, v in text_columns(store).items() if any(s in str(x) for x in v for s in secrets)]
     finally:

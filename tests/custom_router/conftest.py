@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
-from tests.fakes.launcher import FakeLauncher
+from tests.support.fakes.launcher import FakeLauncher
 
 TRAIN = "/v2/pzn/trainCustomRouter"
 SELECT = "/v2/modelRouter/modelSelect"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from api.custom_router import encoders, training
+from api.custom_router import encoders
+from flows.custom_router import training
 from api.custom_router.model import sigmoid
 
 

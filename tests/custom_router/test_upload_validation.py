@@ -30,9 +30,9 @@ def test_valid_upload_creates_a_preference_stores_parquet_and_queues_the_flow(cl
     assert frame.height == 40 and "domain" not in frame.columns  # extra non-model columns are ignored
     assert frame["openai/gpt-4o/score"].dtype == pl.Float64
     store = client.app.state.services.store
-    job = store.router_state(pid).job
+    job = store.routers.state(pid).job
     assert job.status == "queued" and job.flow_run_id == "flow-run-1"
-    assert store.get_preference("alice", pid) is not None
+    assert store.preferences.get("alice", pid) is not None
 
 
 def test_other_prompt_column_name_and_custom_models(client, auth, upload, launcher):
@@ -74,7 +74,7 @@ def test_invalid_datasets_are_refused_with_the_column_and_row(client, auth, uplo
     assert says in body["message"], body["message"]
     assert body["type"] == "validation_error"
     assert launcher.triggered == []
-    assert client.app.state.services.store.list_preferences("alice") == []  # nothing created
+    assert client.app.state.services.store.preferences.for_user("alice") == []  # nothing created
 
 
 def test_utf8_bom_and_blank_lines_are_fine(auth, upload):
@@ -134,8 +134,8 @@ def test_prefect_unreachable_fails_the_job_and_says_so(client, auth, upload, lau
     launcher.fail_with = ConnectionError("connection refused")
     body = error(upload(auth()), 503, "FLOW_UNAVAILABLE")
     assert "connection refused" in body["message"]
-    [pref] = client.app.state.services.store.list_preferences("alice")
-    assert client.app.state.services.store.router_state(pref.preference_id).job.status == "failed"
+    [pref] = client.app.state.services.store.preferences.for_user("alice")
+    assert client.app.state.services.store.routers.state(pref.preference_id).job.status == "failed"
 
 
 def test_openapi_documents_the_multipart_form(client):

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from benchmarks.local_api import Service, free_port, start_service  # one home for benchmarks and these tests
+from tests.support.service import Service, free_port, start_service  # one home for benchmarks and these tests
 
 if TYPE_CHECKING:
-    from tests.fakes.openai_server import FakeOpenAI
+    from tests.support.fakes.openai_server import FakeOpenAI
 
 
 @pytest.fixture(scope="session")
 def fake_llm_server() -> Iterator["FakeOpenAI"]:
     """The in-process OpenAI-compatible server every provider of the served service points at (no network)."""
-    from tests.fakes.openai_server import FakeOpenAI
+    from tests.support.fakes.openai_server import FakeOpenAI
 
     fake = FakeOpenAI().start()
     yield fake

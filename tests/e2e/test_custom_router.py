@@ -9,7 +9,7 @@ import pytest
 from notdiamond import NotDiamond
 
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
-from benchmarks.local_api import Service
+from tests.support.service import Service
 
 pytestmark = pytest.mark.e2e
 DEAR, CHEAP = {"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model": "gpt-4o-mini"}

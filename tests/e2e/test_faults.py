@@ -1,6 +1,6 @@
 """kill -9 each part of a real `switchboard serve` in turn (the store owner with the API, the flow runner, the
 Prefect server) while a router training and a prompt optimization are running. The supervisor restarts the part
-(and the parts that go with it, see api/child_restarts.py); afterwards every acknowledged session, preference,
+(and the parts that go with it, see api/cli/restarts.py); afterwards every acknowledged session, preference,
 feedback, usage record and job is still there, no job stays open: runs resume (store owner, API) or end `failed`
 with a reason (runner, Prefect), and modelSelect kept answering whenever the API itself was up.
 
@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
-from benchmarks.local_api import Service, free_port, start_service
-from tests.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
+from tests.support.service import Service, free_port, start_service
+from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
 
 pytestmark = pytest.mark.e2e
 CANDIDATES = [{"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model": "gpt-4o-mini"}]
@@ -86,7 +86,7 @@ class Client:
 
     def training_job(self, preference_id: str):
         store = self.remote_store()
-        return store.router_state(preference_id).job if store else None
+        return store.routers.state(preference_id).job if store else None
 
     def start_optimization(self, start: int) -> str:
         train, test = capital_goldens(25, start=start), capital_goldens(4, start=start + 25)
@@ -229,7 +229,7 @@ def check_interrupted(client: Client, pref: str, run_id: str, reason: str | None
     r = wait_for("the API to see the training failed", refused, 10)
     assert r.status_code == 400 and r.json()["error"]["code"] == "ROUTER_TRAINING_FAILED", r.text
     store = client.remote_store()
-    assert not [j for j in store.open_jobs() if j.status == "processing"]
+    assert not [j for j in store.jobs.list_open() if j.status == "processing"]
 
 
 @pytest.mark.timeout(540)  # 2.5 min at load average 3 on 2 cores, 6.5 min at 10
@@ -268,12 +268,12 @@ def test_kill_9_each_part_during_a_training_and_an_optimization(served: Client) 
 def test_without_prefect_job_endpoints_answer_503_and_model_select_works(tmp_path: Path) -> None:
     """The API alone with a Prefect URL that refuses connections: starting a job is a clean 503 in the error
     envelope (the job is recorded `failed` with the reason), while modelSelect answers as usual."""
-    from api.supervisor import api_argv
-    from storage.store import Store
+    from api.cli.supervisor import api_argv
+    from storage.store import LocalStore
 
     data = tmp_path / "data"
-    store = Store(data / "switchboard.duckdb")
-    key = store.issue_key("ops", tier="enterprise", prompt_optimization=True).key
+    store = LocalStore(data / "switchboard.duckdb")
+    key = store.accounts.issue_key("ops", tier="enterprise", prompt_optimization=True).key
     store.close()
     port = free_port()
     env = dict(os.environ, SWITCHBOARD_DATA_DIR=str(data), PREFECT_API_URL=f"http://127.0.0.1:{free_port()}/api",

@@ -22,9 +22,9 @@ import pytest
 from notdiamond import NotDiamond
 
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
-from api.supervisor import Child
-from benchmarks.local_api import BIN, free_port
-from tests.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
+from api.cli.supervisor import Child
+from tests.support.service import BIN, free_port
+from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
 
 pytestmark = pytest.mark.e2e
 POOL = "e2e-process-pool"
@@ -158,7 +158,7 @@ def test_training_and_optimization_run_on_the_work_pool_behind_two_api_workers(
 
     store = open_store(shape.data_dir / "switchboard.duckdb", shape.data_dir / "run")
     try:
-        flow_runs = [store.router_state(pid).job.flow_run_id, store.get_job(run_id).flow_run_id]
+        flow_runs = [store.routers.state(pid).job.flow_run_id, store.jobs.get(run_id).flow_run_id]
     finally:
         store.close()
     assert [pool for pool, _ in read_flow_runs(shape.prefect_url, flow_runs)] == [POOL, POOL]
@@ -225,7 +225,7 @@ def test_two_api_workers_share_writes_sessions_feedback_and_revocations(shape: S
 
     store = open_store(shape.data_dir / "switchboard.duckdb", shape.data_dir / "run")
     try:
-        assert set(pids) <= {p.preference_id for p in store.list_preferences("scale-out")}
+        assert set(pids) <= {p.preference_id for p in store.preferences.for_user("scale-out")}
     finally:
         store.close()
     time.sleep(1.5)  # one flush interval

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from notdiamond import NotDiamond, NotFoundError
 
-from benchmarks.local_api import BIN, Service, free_port, start_service
+from tests.support.service import BIN, Service, free_port, start_service
 
 pytestmark = pytest.mark.e2e
 

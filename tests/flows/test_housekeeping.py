@@ -12,7 +12,7 @@ import pytest
 
 from api.settings import get_settings
 from storage import events
-from storage.store import Store
+from storage.store import LocalStore
 
 # Prefect is imported inside the tests, never at collection: importing it fixes Prefect's settings for the whole
 # pytest process, which would hide a PREFECT_API_URL that another test sets later.
@@ -47,8 +47,8 @@ async def scheduled_flow_run_id(some_flow) -> str:
     return str(run.id)
 
 
-def backdate(store: Store, job_id: str, minutes: float) -> None:
-    store._run("UPDATE jobs SET updated_at = ? WHERE job_id = ?",
+def backdate(store: LocalStore, job_id: str, minutes: float) -> None:
+    store.database.run("UPDATE jobs SET updated_at = ? WHERE job_id = ?",
                [datetime.now(timezone.utc) - timedelta(minutes=minutes), job_id])
 
 
@@ -65,22 +65,22 @@ def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample
     assert failed_run.is_failed()
     scheduled_run = asyncio.run(scheduled_flow_run_id(finishes))
 
-    store = Store(settings.db_path)
-    never_started = store.create_job("train-custom-router", "alice", "p1")
+    store = LocalStore(settings.db_path)
+    never_started = store.jobs.create("train-custom-router", "alice", "p1")
     backdate(store, never_started.job_id, minutes=20)
-    just_created = store.create_job("train-custom-router", "alice", "p2")  # not stale yet: left alone
+    just_created = store.jobs.create("train-custom-router", "alice", "p2")  # not stale yet: left alone
     backdate(store, just_created.job_id, minutes=5)
-    finished = store.create_job("optimize-prompt", "alice", "r1", status="processing")
-    store.update_job(finished.job_id, flow_run_id=flow_run_id_of(completed_run))
-    crashed = store.create_job("optimize-prompt", "alice", "r2", status="processing")
-    store.update_job(crashed.job_id, flow_run_id=flow_run_id_of(failed_run))
+    finished = store.jobs.create("optimize-prompt", "alice", "r1", status="processing")
+    store.jobs.update(finished.job_id, flow_run_id=flow_run_id_of(completed_run))
+    crashed = store.jobs.create("optimize-prompt", "alice", "r2", status="processing")
+    store.jobs.update(crashed.job_id, flow_run_id=flow_run_id_of(failed_run))
     unknown_run = str(uuid.uuid4())
-    vanished = store.create_job("optimize-prompt", "alice", "r3", status="queued")
-    store.update_job(vanished.job_id, flow_run_id=unknown_run)
-    waiting = store.create_job("optimize-prompt", "alice", "r4", status="queued")
-    store.update_job(waiting.job_id, flow_run_id=scheduled_run)
-    already_failed = store.create_job("optimize-prompt", "alice", "r5")
-    store.update_job(already_failed.job_id, status="failed", error="the original reason",
+    vanished = store.jobs.create("optimize-prompt", "alice", "r3", status="queued")
+    store.jobs.update(vanished.job_id, flow_run_id=unknown_run)
+    waiting = store.jobs.create("optimize-prompt", "alice", "r4", status="queued")
+    store.jobs.update(waiting.job_id, flow_run_id=scheduled_run)
+    already_failed = store.jobs.create("optimize-prompt", "alice", "r5")
+    store.jobs.update(already_failed.job_id, status="failed", error="the original reason",
                      flow_run_id=str(uuid.uuid4()))
     backdate(store, already_failed.job_id, minutes=60)
     store.close()  # the flow opens the database itself (no owner is running)
@@ -97,22 +97,22 @@ def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample
 
     assert summary == {"jobs_reconciled": 4, "event_files_compacted": 3 + 2, "router_versions_removed": 0,
                        "datasets_removed": 0}  # pruning itself: tests/storage/test_retention.py
-    store = Store(settings.db_path)
+    store = LocalStore(settings.db_path)
     try:
-        job = store.get_job(never_started.job_id)
+        job = store.jobs.get(never_started.job_id)
         assert job.status == "failed" and "never handed to a flow run" in job.error
-        assert store.get_job(just_created.job_id).status == "created"
-        job = store.get_job(finished.job_id)
+        assert store.jobs.get(just_created.job_id).status == "created"
+        job = store.jobs.get(finished.job_id)
         assert (job.status, job.error) == ("completed", None)
-        job = store.get_job(crashed.job_id)
+        job = store.jobs.get(crashed.job_id)
         assert job.status == "failed" and "kaput in the flow body" in job.error  # Prefect's state message
-        job = store.get_job(vanished.job_id)
+        job = store.jobs.get(vanished.job_id)
         assert job.status == "failed" and "unknown to the Prefect server" in job.error and unknown_run in job.error
-        job = store.get_job(waiting.job_id)
+        job = store.jobs.get(waiting.job_id)
         assert (job.status, job.error) == ("queued", None)
-        job = store.get_job(already_failed.job_id)
+        job = store.jobs.get(already_failed.job_id)
         assert (job.status, job.error) == ("failed", "the original reason")
-        assert {j.job_id for j in store.open_jobs()} == {just_created.job_id, waiting.job_id}
+        assert {j.job_id for j in store.jobs.list_open()} == {just_created.job_id, waiting.job_id}
     finally:
         store.close()
 

@@ -12,9 +12,9 @@ import pytest
 
 from api.settings import get_settings, reset_settings
 from storage.optimization_records import ORIGIN
-from storage.store import Store
-from tests.fakes.openai_server import OBEY_PHRASE, FakeOpenAI, capital_goldens, teach_goldens
-from tests.fakes.provider import fake_provider
+from storage.store import LocalStore
+from tests.support.fakes.openai_server import OBEY_PHRASE, FakeOpenAI, capital_goldens, teach_goldens
+from tests.support.fakes.provider import fake_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 TEMPLATE = "Answer the question.\nQuestion: {question}"
@@ -43,15 +43,15 @@ def start_run(targets: list[tuple[str, str]], origin: tuple[str, str] | None = (
         "train_goldens": train, "test_goldens": test,
         "target_models": [{"provider": p, "model": m} for p, m in targets],
         "origin_model": {"provider": origin[0], "model": origin[1]} if origin else None, **extra}, OptimizeRequest)
-    store = Store(get_settings().db_path)
+    store = LocalStore(get_settings().db_path)
     try:
-        user = store.issue_key("alice", tier="enterprise", prompt_optimization=True).user
+        user = store.accounts.issue_key("alice", tier="enterprise", prompt_optimization=True).user
         valid = validate(request, user, load_catalogue())
-        run = store.start_optimization(user.user_id, user.organization_id, json.dumps(valid.spec),
+        run = store.optimizations.start(user.user_id, user.organization_id, json.dumps(valid.spec),
                                        valid.evaluation_metric, valid.evaluation_config, False,
                                        valid.spec["origin"], valid.spec["targets"]).run
         assert run is not None
-        store.mark_job_queued(run.run_id, "flow-run")
+        store.jobs.mark_queued(run.run_id, "flow-run")
     finally:
         store.close()
     return run.run_id
@@ -60,9 +60,9 @@ def start_run(targets: list[tuple[str, str]], origin: tuple[str, str] | None = (
 def stored(run_id: str):
     from api.prompt_optimization.usage_log import run_usage
 
-    store = Store(get_settings().db_path)
+    store = LocalStore(get_settings().db_path)
     try:
-        return store.optimization_run(run_id), run_usage(get_settings().events_dir, run_id)
+        return store.optimizations.get(run_id), run_usage(get_settings().events_dir, run_id)
     finally:
         store.close()
 

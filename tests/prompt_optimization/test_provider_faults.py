@@ -9,7 +9,7 @@ import time
 import pytest
 
 from api.settings import get_settings, reset_settings
-from tests.fakes.openai_server import FakeOpenAI
+from tests.support.fakes.openai_server import FakeOpenAI
 
 MINI, HAIKU, FLASH = ("openai", "gpt-4o-mini"), ("anthropic", "claude-haiku-4-5"), ("google", "gemini-2.5-flash")
 

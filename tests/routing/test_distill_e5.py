@@ -8,8 +8,8 @@ import numpy as np
 
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from api.routing.features import Featurizer, WordPiece
-from api.routing.training.data import load_all
-from api.routing.training.distill_e5 import (
+from flows.default_router.data import load_all
+from flows.default_router.distill_e5 import (
     bag_of_tokens,
     corpus_digest,
     corpus_prompts,
@@ -17,7 +17,7 @@ from api.routing.training.distill_e5 import (
     pca_basis,
     ridge_token_vectors,
 )
-from api.routing.training.train import build_encoder
+from flows.default_router.train import build_encoder
 from tests.routing.test_training import _tiny_routellm
 
 
@@ -94,7 +94,7 @@ def test_build_encoder_is_deterministic_and_loads(tmp_path):
 
 def test_gated_design_opens_only_for_free_form_quantitative_prompts():
     from api.routing.features import hand_features
-    from api.routing.training.crossval import gated_design
+    from benchmarks.research.crossval import gated_design
 
     texts = ["Which?\nA. 1\nB. 2\nC. 3\nD. 4 5 6", "Tom has 3 apples, 4 pears, 5 plums, 6 figs and 7 kiwis. How many?"]
     H = np.stack([hand_features(t) for t in texts])

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from api.routing.evaluation import (
+from flows.evaluation import (
     Curve,
     apgr,
     closed_at_strong,

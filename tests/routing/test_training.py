@@ -6,8 +6,8 @@ import random
 import shutil
 
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR, load_default_router
-from api.routing.training.data import STRONG, WEAK
-from api.routing.training.train import train_default_router
+from flows.default_router.data import STRONG, WEAK
+from flows.default_router.train import train_default_router
 
 
 def _write(path, header, rows):

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from storage import migrate
-from storage.store import Store
+from storage.store import LocalStore
 
 MIGRATIONS_DIR = Path(str(resources.files("storage").joinpath("migrations")))
 CORE_TABLES = {"users", "api_keys", "preferences", "jobs", "custom_routers"}
@@ -72,12 +72,12 @@ def test_applying_twice_is_a_no_op(conn):
 
 def test_store_applies_migrations_once(tmp_path):
     db = tmp_path / "s.duckdb"
-    first = Store(db)
-    assert first.applied_migrations == [name for _, name, _ in migrate.available()]
+    first = LocalStore(db)
+    assert first.database.applied_migrations == [name for _, name, _ in migrate.available()]
     first.close()
-    second = Store(db)
+    second = LocalStore(db)
     try:
-        assert second.applied_migrations == []
+        assert second.database.applied_migrations == []
     finally:
         second.close()
 
@@ -98,18 +98,18 @@ def test_a_version_1_database_upgrades_to_the_latest_keeping_its_rows(tmp_path):
     assert "jobs" not in tables(old)
     old.close()
 
-    store = Store(db)
+    store = LocalStore(db)
     try:
-        assert store.applied_migrations == [n for v, n, _ in migrate.available() if v > 1]
-        assert store.user_for_key("hash1").tier == "startup"
-        pref = store.get_preference("olduser", "p1")
+        assert store.database.applied_migrations == [n for v, n, _ in migrate.available() if v > 1]
+        assert store.accounts.user_for_key("hash1").tier == "startup"
+        pref = store.preferences.get("olduser", "p1")
         assert (pref.name, pref.tradeoff, pref.max_model_depth, pref.hash_content) == ("Legacy", "cost", 3, True)
         assert pref.has_custom_router is False  # a later table is queried alongside the old rows
-        versions = [r[0] for r in store._rows("SELECT version FROM schema_migrations ORDER BY version")]
+        versions = [r[0] for r in store.database.rows("SELECT version FROM schema_migrations ORDER BY version")]
         assert versions == [v for v, _, _ in migrate.available()]
         # Tables from later migrations work.
-        job = store.create_job("train-custom-router", "olduser", "p1")
-        assert store.get_job(job.job_id).status == "created"
+        job = store.jobs.create("train-custom-router", "olduser", "p1")
+        assert store.jobs.get(job.job_id).status == "created"
     finally:
         store.close()
 

@@ -1,4 +1,4 @@
-"""The store-owner process (`storage.owner_server` under granian) and what API workers build on it: typed RPC,
+"""The store-owner process (`api.owner_app` under granian) and what API workers build on it: typed RPC,
 the change feed that keeps every worker's in-memory copies current, and following an owner that restarts."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from storage import owner
 from storage.owner_changes import ChangeLog
 from storage.records import PreferenceChanges
 from storage.rpc import RemoteStore
-from storage.store import DatabaseLocked, Store
+from storage.errors import DatabaseLocked
+from storage.store import LocalStore
 from tests.storage.test_rpc import PYTHON, REPO, child_env, free_port
 
 
@@ -30,7 +31,7 @@ class OwnerProcess:
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
                 [PYTHON, "-m", "granian", "--interface", "asgi", "--factory", "--host", "127.0.0.1", "--port",
-                 str(self.port), "storage.owner_server:create_owner_app"],
+                 str(self.port), "api.owner_app:create_owner_app"],
                 env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_live(self, timeout: float = 60) -> owner.OwnerInfo:
@@ -86,12 +87,12 @@ def test_change_log_reports_gaps_and_restarts():
 
 def test_the_owner_process_owns_the_file_and_serves_typed_rpc(owner_process):
     with pytest.raises(DatabaseLocked):
-        Store(owner_process.data_dir / "switchboard.duckdb")
+        LocalStore(owner_process.data_dir / "switchboard.duckdb")
     store = owner.open_store(owner_process.data_dir / "switchboard.duckdb", owner_process.data_dir / "run")
     try:
         assert isinstance(store, RemoteStore)
-        pref = store.create_preference("u", "first")
-        assert store.get_preference("u", pref.preference_id).name == "first"
+        pref = store.preferences.create("u", "first")
+        assert store.preferences.get("u", pref.preference_id).name == "first"
     finally:
         store.close()
     # Only the owner routes: no public API in this process.
@@ -112,13 +113,13 @@ def test_changes_reach_the_writer_at_once_and_other_workers_within_the_poll(owne
     try:
         worker_a.subscribe(heard_a.append)
         worker_b.subscribe(heard_b.append)
-        pref = worker_a.create_preference("u", "p")
+        pref = worker_a.preferences.create("u", "p")
         assert heard_a == [] and heard_b == []  # creating one changes nothing anybody caches
-        worker_a.update_preference("u", pref.preference_id, PreferenceChanges(name="renamed"))
+        worker_a.preferences.update("u", pref.preference_id, PreferenceChanges(name="renamed"))
         assert heard_a == [pref.preference_id]  # before the call returned: read-your-writes in the writer
         eventually(lambda: heard_b == [pref.preference_id], timeout=3)
-        job = worker_b.create_job("train-custom-router", "u", pref.preference_id)
-        worker_b.update_job(job.job_id, status="failed", error="x")
+        job = worker_b.jobs.create("train-custom-router", "u", pref.preference_id)
+        worker_b.jobs.update(job.job_id, status="failed", error="x")
         eventually(lambda: heard_a.count(pref.preference_id) >= 2, timeout=3)
     finally:
         worker_a.close()
@@ -133,14 +134,14 @@ def test_workers_follow_a_restarted_owner_and_resync(tmp_path):
     resyncs = threading.Event()
     try:
         worker.subscribe(lambda _: None, resync=resyncs.set)
-        pref = worker.create_preference("u", "before")
+        pref = worker.preferences.create("u", "before")
         assert first.stop() == 0
         assert not owner.owner_file(run).exists()  # withdrawn on a clean stop
         second = OwnerProcess(first.data_dir)  # a new port and a new token
         try:
             second.wait_live()
             # The same client object carries on: it re-reads the owner file and takes the new URL and token.
-            assert worker.get_preference("u", pref.preference_id).name == "before"
+            assert worker.preferences.get("u", pref.preference_id).name == "before"
             assert resyncs.wait(5), "a new owner epoch must make subscribers reload"
         finally:
             second.stop(signal.SIGKILL)

@@ -21,12 +21,13 @@ import httpx
 import msgspec
 import pytest
 
-from api.supervisor import free_port
+from api.cli.supervisor import free_port
 from storage import owner
 from storage.keys import hash_key
 from storage.records import ApiKeyInfo, IssuedKey, Job, Preference, PreferenceChanges
 from storage.rpc import RemoteStore, RemoteStoreError
-from storage.store import DatabaseLocked, Store
+from storage.errors import DatabaseLocked
+from storage.store import LocalStore
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
@@ -142,13 +143,13 @@ def test_open_store_finds_the_live_owner(server, remote):
 
 def test_the_owners_file_cannot_be_opened_directly_while_it_runs(server):
     with pytest.raises(DatabaseLocked, match="opened for writing by another process"):
-        Store(server.db_path)
+        LocalStore(server.db_path)
 
 
 def test_open_store_without_an_owner_opens_the_file(tmp_path):
     store = owner.open_store(tmp_path / "db.duckdb", tmp_path / "run")
     try:
-        assert isinstance(store, Store)
+        assert isinstance(store, LocalStore)
     finally:
         store.close()
 
@@ -158,7 +159,7 @@ def test_a_stale_owner_file_is_ignored(tmp_path):
     assert owner.live_owner(tmp_path / "run") is None
     store = owner.open_store(tmp_path / "db.duckdb", tmp_path / "run")
     try:
-        assert isinstance(store, Store)
+        assert isinstance(store, LocalStore)
     finally:
         store.close()
 
@@ -183,74 +184,74 @@ def test_withdraw_only_removes_our_own_owner_file(tmp_path):
 
 
 def test_issue_key_round_trips_with_types(server, remote):
-    issued = remote.issue_key("rpc-alice", organization_id="acme", tier="startup", prompt_optimization=True)
+    issued = remote.accounts.issue_key("rpc-alice", organization_id="acme", tier="startup", prompt_optimization=True)
     assert isinstance(issued, IssuedKey)
     assert isinstance(issued.info.created_at, datetime) and issued.info.created_at.tzinfo is not None
     assert (issued.user.organization_id, issued.user.tier, issued.user.prompt_optimization) == \
         ("acme", "startup", True)
-    assert remote.user_for_key(hash_key(issued.key)) == issued.user
-    keys = remote.list_keys()
+    assert remote.accounts.user_for_key(hash_key(issued.key)) == issued.user
+    keys = remote.accounts.list_keys()
     assert all(isinstance(k, ApiKeyInfo) for k in keys)
     assert issued.info.key_id in {k.key_id for k in keys}
     # The key works against the same API.
     r = httpx.post(server.url + CREATE, json={"name": "via http"}, headers={"Authorization": f"Bearer {issued.key}"})
     assert r.status_code == 200, r.text
-    pref = remote.get_preference("rpc-alice", r.json()["preference_id"])
+    pref = remote.preferences.get("rpc-alice", r.json()["preference_id"])
     assert isinstance(pref, Preference) and pref.name == "via http"
 
 
 def test_preference_round_trips_and_none_differs_from_unset(remote):
-    pref = remote.create_preference("rpc-bob", "Remote")
+    pref = remote.preferences.create("rpc-bob", "Remote")
     assert isinstance(pref, Preference) and isinstance(pref.created_at, datetime)
-    assert remote.get_preference("rpc-bob", pref.preference_id) == pref
-    assert remote.get_preference("someone-else", pref.preference_id) is None
-    set_ = remote.update_preference("rpc-bob", pref.preference_id,
+    assert remote.preferences.get("rpc-bob", pref.preference_id) == pref
+    assert remote.preferences.get("someone-else", pref.preference_id) is None
+    set_ = remote.preferences.update("rpc-bob", pref.preference_id,
                                     PreferenceChanges(tradeoff="cost", max_model_depth=2))
     assert isinstance(set_, Preference) and (set_.tradeoff, set_.max_model_depth) == ("cost", 2)
     # An explicit None crosses the wire as a clear; UNSET fields are left alone.
-    cleared = remote.update_preference("rpc-bob", pref.preference_id, changes=PreferenceChanges(tradeoff=None))
+    cleared = remote.preferences.update("rpc-bob", pref.preference_id, changes=PreferenceChanges(tradeoff=None))
     assert (cleared.name, cleared.tradeoff, cleared.max_model_depth) == ("Remote", None, 2)
-    assert remote.update_preference("someone-else", pref.preference_id, PreferenceChanges(name="x")) is None
-    assert remote.delete_preference("rpc-bob", pref.preference_id) == []
-    assert remote.get_preference("rpc-bob", pref.preference_id) is None
+    assert remote.preferences.update("someone-else", pref.preference_id, PreferenceChanges(name="x")) is None
+    assert remote.preferences.delete("rpc-bob", pref.preference_id) == []
+    assert remote.preferences.get("rpc-bob", pref.preference_id) is None
 
 
 def test_job_round_trips(remote):
-    job = remote.create_job("train-custom-router", "rpc-carol", "pref-x")
+    job = remote.jobs.create("train-custom-router", "rpc-carol", "pref-x")
     assert isinstance(job, Job) and job.status == "created" and isinstance(job.updated_at, datetime)
     flow_run = str(uuid.uuid4())
-    moved = remote.update_job(job.job_id, status="processing", flow_run_id=flow_run)
+    moved = remote.jobs.update(job.job_id, status="processing", flow_run_id=flow_run)
     assert isinstance(moved, Job) and (moved.status, moved.flow_run_id) == ("processing", flow_run)
     assert moved.updated_at >= job.updated_at
-    assert job.job_id in {j.job_id for j in remote.open_jobs()}
-    done = remote.update_job(job.job_id, status="completed")
-    late = remote.update_job(job.job_id, status="failed", error="late", only_if_open=True)
+    assert job.job_id in {j.job_id for j in remote.jobs.list_open()}
+    done = remote.jobs.update(job.job_id, status="completed")
+    late = remote.jobs.update(job.job_id, status="failed", error="late", only_if_open=True)
     assert (done.status, late.status, late.error) == ("completed", "completed", None)
-    assert remote.update_job(str(uuid.uuid4()), status="failed") is None
-    assert remote.get_job(job.job_id) == late
+    assert remote.jobs.update(str(uuid.uuid4()), status="failed") is None
+    assert remote.jobs.get(job.job_id) == late
 
 
 def test_store_errors_surface_with_the_owners_message(remote):
     with pytest.raises(RemoteStoreError, match="no API key matches 'no-such-key'"):
-        remote.revoke_key("no-such-key")
+        remote.accounts.revoke_key("no-such-key")
     with pytest.raises(RemoteStoreError, match="unknown job status 'bogus'"):
-        remote.create_job("k", "u", None, status="bogus")
+        remote.jobs.create("k", "u", None, status="bogus")
     with pytest.raises(RemoteStoreError, match="must not be empty"):
-        remote.issue_key("  ")
+        remote.accounts.issue_key("  ")
 
 
 def test_a_bad_call_fails_on_the_client_before_any_request(remote):
     with pytest.raises(AttributeError):
         remote._run  # private methods are not exposed
     with pytest.raises(TypeError):
-        remote.create_preference("only-user-id")  # missing argument, caught by the signature
+        remote.preferences.create("only-user-id")  # missing argument, caught by the signature
 
 
 def test_a_wrong_token_is_refused(server):
     intruder = RemoteStore(server.url, "not-the-token", retries=0)
     try:
         with pytest.raises(RemoteStoreError, match="owner token required"):
-            intruder.list_keys()
+            intruder.accounts.list_keys()
     finally:
         intruder.close()
 
@@ -259,16 +260,16 @@ def test_an_unreachable_owner_raises_a_transport_error(tmp_path):
     gone = RemoteStore(f"http://127.0.0.1:{free_port()}", "t", timeout=2.0, retries=0)
     try:
         with pytest.raises(httpx.TransportError):
-            gone.list_keys()
+            gone.accounts.list_keys()
     finally:
         gone.close()
 
 
 def test_revoking_through_the_owner_takes_effect_at_once(server, remote):
-    issued = remote.issue_key("rpc-dave")
+    issued = remote.accounts.issue_key("rpc-dave")
     headers = {"Authorization": f"Bearer {issued.key}"}
     assert httpx.post(server.url + CREATE, json={}, headers=headers).status_code == 200  # now cached
-    remote.revoke_key(issued.info.key_prefix)
+    remote.accounts.revoke_key(issued.info.key_prefix)
     r = httpx.post(server.url + CREATE, json={}, headers=headers)
     assert r.status_code == 401 and r.json()["error"]["code"] == "UNAUTHORIZED"
 
@@ -280,11 +281,12 @@ WRITER = textwrap.dedent("""
     from pathlib import Path
     from storage.owner import open_store
     from storage.rpc import RemoteStore
-    from storage.store import DatabaseLocked, Store
+    from storage.errors import DatabaseLocked
+    from storage.store import LocalStore
 
     data, m, go = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
     try:
-        Store(data / "switchboard.duckdb").close()
+        LocalStore(data / "switchboard.duckdb").close()
         sys.exit("opened the owner's database directly: the one-writer rule is not enforced")
     except DatabaseLocked:
         pass
@@ -299,8 +301,8 @@ WRITER = textwrap.dedent("""
         time.sleep(0.01)
     ids = []
     for i in range(m):
-        job = store.create_job("optimize-prompt", "flow-user", f"run-{i}")
-        job = store.update_job(job.job_id, status="processing", flow_run_id=f"fr-{i}")
+        job = store.jobs.create("optimize-prompt", "flow-user", f"run-{i}")
+        job = store.jobs.update(job.job_id, status="processing", flow_run_id=f"fr-{i}")
         ids.append(job.job_id)
     print(json.dumps(ids), flush=True)
 """)
@@ -310,7 +312,7 @@ def test_api_and_another_process_write_at_the_same_time(fresh_server, tmp_path):
     srv, n_prefs, m_jobs = fresh_server, 60, 60
     remote = owner.open_store(srv.db_path, srv.run_dir)
     assert isinstance(remote, RemoteStore)
-    key = remote.issue_key("api-user").key
+    key = remote.accounts.issue_key("api-user").key
     remote.close()
 
     go = tmp_path / "go"
@@ -344,8 +346,8 @@ def test_api_and_another_process_write_at_the_same_time(fresh_server, tmp_path):
     # Every acknowledged write is visible through the owner ...
     check = owner.open_store(srv.db_path, srv.run_dir)
     try:
-        assert {p.preference_id for p in check.list_preferences("api-user")} == pref_ids
-        jobs = [check.get_job(j) for j in job_ids]
+        assert {p.preference_id for p in check.preferences.for_user("api-user")} == pref_ids
+        jobs = [check.jobs.get(j) for j in job_ids]
         assert all(j is not None and j.status == "processing" for j in jobs)
     finally:
         check.close()
@@ -355,14 +357,14 @@ def test_api_and_another_process_write_at_the_same_time(fresh_server, tmp_path):
     assert not owner.owner_file(srv.run_dir).exists()
     log = srv.log_text().lower()
     assert "database is locked" not in log and "could not set lock" not in log and "traceback" not in log
-    store = Store(srv.db_path)
+    store = LocalStore(srv.db_path)
     try:
-        assert store.applied_migrations == []
-        assert {p.preference_id for p in store.list_preferences("api-user")} == pref_ids
-        rows = store._rows("SELECT job_id, status, flow_run_id FROM jobs WHERE user_id = 'flow-user'")
+        assert store.database.applied_migrations == []
+        assert {p.preference_id for p in store.preferences.for_user("api-user")} == pref_ids
+        rows = store.database.rows("SELECT job_id, status, flow_run_id FROM jobs WHERE user_id = 'flow-user'")
         assert {r[0] for r in rows} == set(job_ids)
         assert all(r[1] == "processing" and r[2].startswith("fr-") for r in rows)
-        assert store._rows("SELECT count(*) FROM preferences")[0][0] == n_prefs
+        assert store.database.rows("SELECT count(*) FROM preferences")[0][0] == n_prefs
     finally:
         store.close()
 
@@ -370,13 +372,13 @@ def test_api_and_another_process_write_at_the_same_time(fresh_server, tmp_path):
 def test_stopping_the_process_group_like_serve_does_is_clean(fresh_server):
     srv = fresh_server
     remote = owner.open_store(srv.db_path, srv.run_dir)
-    pref = remote.create_preference("grp", "acknowledged")
+    pref = remote.preferences.create("grp", "acknowledged")
     remote.close()
     srv.terminate(group=True)
     assert not owner.owner_file(srv.run_dir).exists()
-    store = Store(srv.db_path)
+    store = LocalStore(srv.db_path)
     try:
-        assert store.get_preference("grp", pref.preference_id).name == "acknowledged"
+        assert store.preferences.get("grp", pref.preference_id).name == "acknowledged"
     finally:
         store.close()
 
@@ -385,16 +387,16 @@ def test_acknowledged_writes_survive_a_killed_owner(fresh_server):
     """SIGKILL gives the owner no chance to checkpoint: DuckDB's WAL must still hold every acknowledged write."""
     srv = fresh_server
     remote = owner.open_store(srv.db_path, srv.run_dir)
-    issued = remote.issue_key("crash")
-    pref = remote.create_preference("crash", "before the crash")
+    issued = remote.accounts.issue_key("crash")
+    pref = remote.preferences.create("crash", "before the crash")
     remote.close()
     srv.kill()
     # The owner file is left behind, but nobody answers there, so open_store() opens the file itself.
     assert owner.owner_file(srv.run_dir).exists()
     store = owner.open_store(srv.db_path, srv.run_dir)
     try:
-        assert isinstance(store, Store)
-        assert store.user_for_key(hash_key(issued.key)).user_id == "crash"
-        assert store.get_preference("crash", pref.preference_id).name == "before the crash"
+        assert isinstance(store, LocalStore)
+        assert store.accounts.user_for_key(hash_key(issued.key)).user_id == "crash"
+        assert store.preferences.get("crash", pref.preference_id).name == "before the crash"
     finally:
         store.close()

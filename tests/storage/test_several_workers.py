@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from api.selection.preference_cache import PreferenceCache
 from api.selection.sessions import SessionLog, new_session_id, session_created_s
 from storage.records import PreferenceChanges
-from storage.store import Store
+from storage.store import LocalStore
 
 
 def session_row(session_id: str, user: str = "u") -> dict:
@@ -72,24 +72,24 @@ def test_each_worker_reads_the_feedback_the_others_flushed(tmp_path):
 
 
 def test_the_preference_cache_serves_hits_and_drops_changed_entries(tmp_path):
-    store = Store(tmp_path / "db.duckdb")
+    store = LocalStore(tmp_path / "db.duckdb")
     calls = []
-    real = store.get_preference
+    real = store.preferences.get
 
     def counted(user_id, preference_id):
         calls.append(preference_id)
         return real(user_id, preference_id)
 
-    store.get_preference = counted  # type: ignore[method-assign]
+    store.preferences.get = counted  # type: ignore[method-assign]
     try:
         cache = PreferenceCache(store, ttl_seconds=60).attach()
-        pref = store.create_preference("owner", "p")
+        pref = store.preferences.create("owner", "p")
         calls.clear()  # creating reads the row back through the same method
         assert cache.get_preference("owner", pref.preference_id).name == "p"
         assert cache.get_preference("owner", pref.preference_id).name == "p"
         assert len(calls) == 1  # the second read is a hit
         assert cache.get_preference("intruder", pref.preference_id) is None  # another user's looks unknown
-        store.update_preference("owner", pref.preference_id, PreferenceChanges(name="renamed"))
+        store.preferences.update("owner", pref.preference_id, PreferenceChanges(name="renamed"))
         assert cache.get_preference("owner", pref.preference_id).name == "renamed"  # the change invalidated it
         assert cache.get_preference("owner", "missing") is None
         assert cache.get_preference("owner", "missing") is None

@@ -25,7 +25,8 @@ def create_owner_app() -> Litestar:
     from api.error_responses import EXCEPTION_HANDLERS
     from api.settings import get_settings
     from storage import owner
-    from storage.store import Store, StoreError
+    from storage.errors import StoreError
+    from storage.store import LocalStore
 
     settings = get_settings()
     box: dict[str, OwnerEndpoint] = {}
@@ -35,7 +36,7 @@ def create_owner_app() -> Litestar:
         other = owner.live_owner(settings.run_dir)
         if other is not None:
             raise StoreError(f"another process (pid {other.pid}, {other.url}) already owns {settings.db_path}")
-        store = Store(settings.db_path)  # migrates; refuses clearly if some process holds the file
+        store = LocalStore(settings.db_path)  # migrates; refuses clearly if some process holds the file
         endpoint = OwnerEndpoint(store, owner.new_token())
         box["owner"] = endpoint
         url = settings.store_url or owner.reachable_url(settings.store_host, settings.store_port)

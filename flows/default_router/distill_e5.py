@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from api.routing.features import WordPiece, embedding_window
-from api.routing.training.data import BenchmarkItems
+from flows.default_router.data import BenchmarkItems
 
 RIDGE_LAMBDA = 0.1
 DIMS = 128

@@ -19,7 +19,7 @@ def _store():
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from api.settings import check_data_dir, get_settings
-    from api.supervisor import serve
+    from api.cli.supervisor import serve
 
     settings = get_settings()
     check_data_dir(settings.data_dir)  # one clear line, not a traceback from deep inside DuckDB or Prefect
@@ -31,7 +31,7 @@ def cmd_store(args: argparse.Namespace) -> int:
     import os
 
     from api.settings import get_settings
-    from api.supervisor import store_owner_argv
+    from api.cli.supervisor import store_owner_argv
 
     settings = get_settings()
     host, port = args.host or settings.store_host, args.port or settings.store_port
@@ -48,7 +48,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     import os
 
     from api.settings import get_settings
-    from api.supervisor import api_argv
+    from api.cli.supervisor import api_argv
     from storage.owner import live_owner
 
     settings = get_settings()
@@ -76,7 +76,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
-    issued = _store().issue_key(args.user, organization_id=args.org, tier=args.tier,
+    issued = _store().accounts.issue_key(args.user, organization_id=args.org, tier=args.tier,
                                 prompt_optimization=True if args.prompt_optimization else None)
     u = issued.user
     print(f"user {u.user_id} (organization {u.organization_id}, tier {u.tier}, "
@@ -87,7 +87,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
-    keys = _store().list_keys()
+    keys = _store().accounts.list_keys()
     print(f"{'key id':36}  {'prefix':10}  {'user':20}  {'created':20}  status")
     for k in keys:
         status = f"revoked {k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "active"
@@ -96,7 +96,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
-    info = _store().revoke_key(args.key)
+    info = _store().accounts.revoke_key(args.key)
     print(f"revoked key {info.key_id} ({info.key_prefix}…) of user {info.user_id}")
     return 0
 
@@ -104,7 +104,7 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from storage.report import write_report
+    from flows.reporting.report import write_report
 
     out = write_report(Path(args.out), Path(args.data_dir) if args.data_dir else None)
     print(f"report written to {out.resolve()}")
@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from storage.store import StoreError
+    from storage.errors import StoreError
 
     args = build_parser().parse_args(argv)
     try:

@@ -1,6 +1,6 @@
 """GSM8K cross-validation of the encoder, free of held-out selection (datasets/default_router/README.md).
 
-    python -m api.routing.training.crossval [--e5-cache /tmp/e5-cache] [--baseline-table old/static_embedding.npy]
+    python -m benchmarks.research.crossval [--e5-cache /tmp/e5-cache] [--baseline-table old/static_embedding.npy]
 
 The 1,051 GSM8K training rows are cut into 5 folds (row order). For each fold the e5 table is distilled again
 without that fold's prompts (so the fold is as unseen as the held-out rows are to the shipped table), the shipped
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from api.routing.evaluation import summarize, threshold_curve
+from flows.evaluation import summarize, threshold_curve
 from api.routing.features import StaticEmbedding, WordPiece, hand_features, numeric_gate
-from api.routing.training.data import load_all
-from api.routing.training.distill_e5 import (
+from flows.default_router.data import load_all
+from flows.default_router.distill_e5 import (
     DIMS,
     RIDGE_LAMBDA,
     bag_of_tokens,
@@ -29,8 +29,8 @@ from api.routing.training.distill_e5 import (
     pca_basis,
     ridge_token_vectors,
 )
-from api.routing.training.irt import fit_irt, predict_proba
-from api.routing.training.train import GSM8K_WEIGHT, L2, L2_GATED, training_capabilities
+from flows.default_router.irt import fit_irt, predict_proba
+from flows.default_router.train import GSM8K_WEIGHT, L2, L2_GATED, training_capabilities
 
 REPO = Path(__file__).resolve().parents[3]
 ARTEFACT = REPO / "datasets" / "default_router"

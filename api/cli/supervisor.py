@@ -119,7 +119,7 @@ def free_port() -> int:
 
 def store_owner_argv(host: str, port: int) -> list[str]:
     return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", host, "--port",
-            str(port), "--workers", "1", "--log-level", "warning", "storage.owner_server:create_owner_app"]
+            str(port), "--workers", "1", "--log-level", "warning", "api.owner_app:create_owner_app"]
 
 
 def start_store(sup: Supervisor, logs: Path) -> None:
@@ -155,8 +155,8 @@ def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
 
 
 def start_runner(sup: Supervisor, logs: Path) -> None:
-    from api.child_restarts import settle_orphans
-    from flows.registry import HOUSEKEEPING
+    from api.cli.restarts import settle_orphans
+    from flows.prefect_api import HOUSEKEEPING
 
     if not sup.settings.prefect_api_url:  # our Prefect server, and its one runner is not running now
         settle_orphans(sup)
@@ -170,18 +170,18 @@ def start_runner(sup: Supervisor, logs: Path) -> None:
 
 
 def serve(settings: Settings, host: str, port: int) -> int:
-    from api.child_restarts import ChildRestarts
-    from storage.store import Store
+    from api.cli.restarts import ChildRestarts
+    from storage.store import LocalStore
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     logs = settings.data_dir / "logs"
     logs.mkdir(exist_ok=True)
     from api.app import apply_restart_rule
 
-    store = Store(settings.db_path)  # migrates, and refuses clearly if another process owns the file
+    store = LocalStore(settings.db_path)  # migrates, and refuses clearly if another process owns the file
     apply_restart_rule(store)  # the runner starts afresh: flow runs of jobs still open died with the last start
-    if store.count_active_keys() == 0:
-        issued = store.issue_key("admin", organization_id="admin", tier="enterprise", prompt_optimization=True,
+    if store.accounts.count_active_keys() == 0:
+        issued = store.accounts.issue_key("admin", organization_id="admin", tier="enterprise", prompt_optimization=True,
                                  is_admin=True)
         say("first start: created an admin API key. It is shown only this once; keep it safe:")
         print(issued.key, flush=True)

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 import pytest
 
 from api.settings import reset_settings
-from tests.fakes.network import forbid_network
-from tests.fakes.openai_server import FakeOpenAI
+from tests.support.fakes.network import forbid_network
+from tests.support.fakes.openai_server import FakeOpenAI
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from api.supervisor import Child, Supervisor
+    from api.cli.supervisor import Child, Supervisor
 
 RESTART_LIMIT, RESTART_WINDOW_S = 3, 300.0
 # A crash of the key also restarts these (see the module docstring); names are Child.name.
@@ -49,7 +49,7 @@ class ChildRestarts:
 
     def handle(self, crashed: "Child") -> bool:
         """Restart `crashed` and the children that go with it; False when the supervisor should give up."""
-        from api.supervisor import say
+        from api.cli.supervisor import say
 
         now = time.monotonic()
         recent = self.crashes.setdefault(crashed.name, deque())
@@ -84,8 +84,8 @@ def settle_orphans(sup: "Supervisor") -> None:
     """Before the embedded runner starts: no runner is alive, so a flow run still Running/Pending is an orphan."""
     import asyncio
 
-    from api.supervisor import say
-    from flows.registry import HOUSEKEEPING
+    from api.cli.supervisor import say
+    from flows.prefect_api import HOUSEKEEPING
 
     os.environ.setdefault("PREFECT_HOME", sup.env.get("PREFECT_HOME", ""))  # never touch ~/.prefect from here
     try:

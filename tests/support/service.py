@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from api.supervisor import Child, free_port
+from api.cli.supervisor import Child, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -57,10 +57,10 @@ def running_api() -> Iterator[LocalApi]:
                LITELLM_LOCAL_MODEL_COST_MAP="True")
     sys.path.insert(0, str(REPO))
     os.environ.update(env)
-    from storage.store import Store
+    from storage.store import LocalStore
 
-    store = Store(data_dir / "switchboard.duckdb")
-    key = store.issue_key("bench").key
+    store = LocalStore(data_dir / "switchboard.duckdb")
+    key = store.accounts.issue_key("bench").key
     store.close()
     server = subprocess.Popen([sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host",
                                "127.0.0.1", "--port", str(port), "--workers", "1", "--log-level", "warning",
@@ -105,7 +105,7 @@ class Service:
                 cmd = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
             except FileNotFoundError:  # exited meanwhile
                 continue
-            for part, marker in (("prefect", "prefect server start"), ("store", "owner_server:create_owner_app"),
+            for part, marker in (("prefect", "prefect server start"), ("store", "owner_app:create_owner_app"),
                                  ("api", "api.app:create_app"), ("runner", "flows.runner")):
                 if marker in cmd:
                     found[part] = int(child)

