@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from litestar.di import NamedDependency
+from dataclasses import dataclass
+
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.openapi.spec import SecurityScheme
 
+from api.auth_cache import AuthCache
 from api.errors import Unauthorized
-from api.services import Services
+from api.rate_limit import RateLimiter
+from storage.interfaces import Accounts
 from storage.keys import hash_key
 from storage.records import User
 
@@ -28,14 +32,26 @@ def _bearer_token(request: Request) -> str:
     return token
 
 
-async def current_user(request: Request, services: NamedDependency[Services]) -> User:
-    key_hash = hash_key(_bearer_token(request))
-    found, user = services.auth_cache.get(key_hash)
-    if not found:
-        user = services.store.accounts.user_for_key(key_hash)
-        services.auth_cache.put(key_hash, user)
-    if user is None:
-        raise Unauthorized("invalid or revoked API key")
-    if services.rate_limiter is not None:  # after authentication: unknown keys cannot fill the bucket table
-        services.rate_limiter.check(key_hash, services.rate_limiter.class_of(request.route_handler.operation_id))
-    return user
+@dataclass
+class Authenticator:
+    """Key -> user, through a short-lived cache, then the per-key rate limit (None: no limits)."""
+
+    accounts: Accounts
+    cache: AuthCache
+    rate_limiter: RateLimiter | None = None
+
+    def user_for(self, request: Request) -> User:
+        key_hash = hash_key(_bearer_token(request))
+        found, user = self.cache.get(key_hash)
+        if not found:
+            user = self.accounts.user_for_key(key_hash)
+            self.cache.put(key_hash, user)
+        if user is None:
+            raise Unauthorized("invalid or revoked API key")
+        if self.rate_limiter is not None:  # after authentication: unknown keys cannot fill the bucket table
+            self.rate_limiter.check(key_hash, self.rate_limiter.class_of(request.route_handler.operation_id))
+        return user
+
+
+async def current_user(request: Request, authenticator: NamedDependency[Authenticator]) -> User:
+    return authenticator.user_for(request)

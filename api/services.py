@@ -1,31 +1,32 @@
-"""App-wide services, built once at start-up and handed to controllers by dependency injection."""
+"""What the API builds once at start-up (api/app.py), kept in the app's state. Controllers never see this whole:
+each names the one component it uses (api/dependencies.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from api.auth_cache import AuthCache
-from api.rate_limit import RateLimiter
+from api.auth import Authenticator
+from api.custom_router.registry import CustomRouterRegistry
+from api.custom_router.submission import RouterTrainingService
+from api.preferences import PreferenceService
+from api.prompt_optimization.service import PromptOptimizationService
 from api.selection.feedback import FeedbackService
 from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
 from api.settings import Settings
 from storage.interfaces import Store
-from api.custom_router.registry import CustomRouterRegistry
-from api.custom_router.submission import RouterTrainingService
-from api.prompt_optimization.service import PromptOptimizationService
 
 
 @dataclass
 class Services:
     settings: Settings
     store: Store
-    rpc_token: str
+    rpc_token: str  # the owner token this process serves /internal with, when it owns the store
+    authenticator: Authenticator
     selection: SelectionService
     feedback: FeedbackService
     sessions: SessionLog
-    auth_cache: AuthCache = field(default_factory=AuthCache)
-    custom_routers: CustomRouterRegistry | None = None
-    router_training: RouterTrainingService | None = None
-    prompt_optimization: PromptOptimizationService | None = None
-    rate_limiter: RateLimiter | None = None  # None: no limits (tests that build Services by hand)
+    preferences: PreferenceService
+    custom_routers: CustomRouterRegistry
+    router_training: RouterTrainingService
+    prompt_optimization: PromptOptimizationService

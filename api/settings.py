@@ -1,4 +1,4 @@
-"""The only reader of the environment. Everything configurable lives here."""
+"""The only reader of the environment, with storage/layout.py (the data dir). Everything configurable lives here."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from storage.layout import DataDir, configured_data_dir
 
 
 def _int(name: str, default: int) -> int:
@@ -59,26 +61,28 @@ class Settings:
     custom_router_e5_max_chars: int = 300_000
 
     @property
+    def layout(self) -> DataDir:
+        return DataDir(self.data_dir)
+
+    @property
     def db_path(self) -> Path:
-        return self.data_dir / "switchboard.duckdb"
+        return self.layout.db_path
 
     @property
     def run_dir(self) -> Path:
-        """Process discovery files (who owns the database, on which URL)."""
-        return self.data_dir / "run"
+        return self.layout.run_dir
 
     @property
     def events_dir(self) -> Path:
-        """Append-only Parquet event logs (sessions, feedback, usage)."""
-        return self.data_dir / "events"
+        return self.layout.events_dir
 
     @property
     def artefacts_dir(self) -> Path:
-        return self.data_dir / "artefacts"
+        return self.layout.artefacts_dir
 
     @property
     def prefect_home(self) -> Path:
-        return self.data_dir / "prefect"
+        return self.layout.prefect_home
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,7 @@ def _optimize_settings() -> OptimizeSettings:
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    data_dir = Path(os.environ.get("SWITCHBOARD_DATA_DIR", "./data")).expanduser().resolve()
+    data_dir = configured_data_dir()
     return Settings(
         data_dir=data_dir,
         host=os.environ.get("SWITCHBOARD_HOST", "127.0.0.1"),

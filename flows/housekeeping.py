@@ -59,7 +59,7 @@ def prune_stored_files(keep_router_versions: int, dataset_grace_days: int) -> di
 
     settings, store = get_settings(), connect()
     routers = remove_inside(settings.artefacts_dir, store.routers.prune_versions(keep_router_versions))
-    datasets = remove_inside(settings.data_dir / "uploads",
+    datasets = remove_inside(settings.layout.uploads_dir,
                              store.routers.unneeded_datasets(dataset_grace_days))
     return {"router_versions_removed": routers, "datasets_removed": datasets}
 

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 import duckdb
 
 from storage import events, migrate
-from storage.repositories.maintenance import CATALOGUE_TABLES, sql_literal
 from storage.errors import StoreError
+from storage.event_schemas import BY_TABLE
+from storage.layout import DataDir, configured_data_dir
+from storage.owner import live_owner
+from storage.repositories.maintenance import CATALOGUE_TABLES, sql_literal
+from storage.rpc import RemoteStore
 
 EVENT_TABLES = ("sessions", "feedback", "llm_usage")
 LOCK_RETRIES = 10
@@ -44,16 +47,12 @@ def view_names() -> list[str]:
 
 def connect(data_dir: Path | str | None = None) -> duckdb.DuckDBPyConnection:
     """The analysts' connection for a data dir (default: the configured SWITCHBOARD_DATA_DIR)."""
-    from api.settings import get_settings
-
-    settings = get_settings()
-    if data_dir is not None:
-        settings = replace(settings, data_dir=Path(data_dir))
+    layout = DataDir(Path(data_dir) if data_dir is not None else configured_data_dir())
     conn = duckdb.connect()
     try:
-        _load_catalogue(conn, settings.db_path, settings.run_dir)
+        _load_catalogue(conn, layout.db_path, layout.run_dir)
         for table in EVENT_TABLES:
-            _event_view(conn, settings.events_dir, table)
+            _event_view(conn, layout.events_dir, table)
         for statement in view_statements():
             conn.execute(statement)
     except BaseException:
@@ -68,8 +67,6 @@ def _load_catalogue(conn: duckdb.DuckDBPyConnection, db_path: Path, run_dir: Pat
     conn.execute("USE store")
     migrate.apply(conn)
     conn.execute("USE memory")
-    from storage.owner import live_owner
-
     info = live_owner(run_dir)
     if info is not None:
         _copy_from_owner(conn, info.url, info.token)
@@ -78,8 +75,6 @@ def _load_catalogue(conn: duckdb.DuckDBPyConnection, db_path: Path, run_dir: Pat
 
 
 def _copy_from_owner(conn: duckdb.DuckDBPyConnection, url: str, token: str) -> None:
-    from storage.rpc import RemoteStore
-
     remote = RemoteStore(url, token)
     try:
         folder = Path(remote.maintenance.export_analytics_snapshot())
@@ -125,20 +120,9 @@ def _event_view(conn: duckdb.DuckDBPyConnection, events_dir: Path, table: str) -
                      " union_by_name = true)")
         return
     # Nothing logged yet: an empty table with the writer's schema, so every view still binds.
-    empty = _event_schema(table).empty_table()
+    empty = BY_TABLE[table].empty_table()
     conn.register("_empty_events", empty)
     try:
         conn.execute(f"CREATE TABLE {name} AS SELECT *, NULL::DATE AS day FROM _empty_events")
     finally:
         conn.unregister("_empty_events")
-
-
-def _event_schema(table: str):
-    # The writers own their schemas; importing them here keeps one definition of each.
-    if table == "llm_usage":
-        from flows.prompt_opt.usage import USAGE_SCHEMA
-
-        return USAGE_SCHEMA
-    from api.selection.sessions import FEEDBACK_SCHEMA, SESSION_SCHEMA
-
-    return {"sessions": SESSION_SCHEMA, "feedback": FEEDBACK_SCHEMA}[table]

@@ -72,7 +72,7 @@ class Supervisor:
                 raise SystemExit(f"interrupted while starting {child.name}")
             if not child.alive():
                 raise SystemExit(f"{child.name} exited with code {child.process.returncode} while starting; "
-                                 f"see {self.settings.data_dir / 'logs'}")
+                                 f"see {self.settings.layout.logs_dir}")
             try:
                 if httpx.get(url, timeout=1.0).status_code == 200:
                     say(f"{child.name} ready in {time.monotonic() - started:.1f}s")
@@ -174,9 +174,9 @@ def serve(settings: Settings, host: str, port: int) -> int:
     from storage.store import LocalStore
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    logs = settings.data_dir / "logs"
+    logs = settings.layout.logs_dir
     logs.mkdir(exist_ok=True)
-    from api.app import apply_restart_rule
+    from api.startup import apply_restart_rule
 
     store = LocalStore(settings.db_path)  # migrates, and refuses clearly if another process owns the file
     apply_restart_rule(store)  # the runner starts afresh: flow runs of jobs still open died with the last start

@@ -9,7 +9,8 @@ from litestar.params import JSONBody
 from api.auth import SECURITY
 from api.openapi_docs import error_responses
 from api.schemas.model_select import FeedbackReport, FeedbackResponse
-from api.services import Services
+from api.dependencies import component
+from api.selection.feedback import FeedbackService
 from storage.records import User
 
 
@@ -18,7 +19,7 @@ from storage.records import User
       # In a thread: a lookup of a session another API worker has not flushed yet waits up to ~1.5 s for it
       # (api.selection.sessions), which must not stall this worker's event loop and its modelSelect calls.
       sync_to_thread=True,
-      responses=error_responses(404))
+      responses=error_responses(404), dependencies={"feedback": component("feedback")})
 def report_feedback(data: JSONBody[FeedbackReport], user: NamedDependency[User],
-                    services: NamedDependency[Services]) -> FeedbackResponse:
-    return services.feedback.report(data, user)
+                    feedback: NamedDependency[FeedbackService]) -> FeedbackResponse:
+    return feedback.report(data, user)

@@ -10,19 +10,20 @@ from litestar.params import JSONBody, Parameter
 from api.auth import SECURITY
 from api.openapi_docs import error_responses
 from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse
-from api.services import Services
+from api.dependencies import component
+from api.selection.service import SelectionService
 from storage.records import User
 
 
 @post("/v2/modelRouter/modelSelect", operation_id="modelSelect", tags=["routing"], status_code=200,
-      summary="Select the best model for a query", security=SECURITY, responses=error_responses(404))
+      summary="Select the best model for a query", security=SECURITY, responses=error_responses(404),
+      dependencies={"selection": component("selection")})
 async def model_select(
     data: JSONBody[ModelSelectRequest],
     user: NamedDependency[User],
-    services: NamedDependency[Services],
+    selection: NamedDependency[SelectionService],
     type: str | None = Parameter(default=None, description="'openrouter': accept and return provider/model ids"),
 ) -> ModelSelectResponse:
-    selection = services.selection
     if selection.may_block(data):  # an e5-embedding custom router: keep the event loop free for everyone else
         return await anyio.to_thread.run_sync(selection.select, data, user, type)
     return selection.select(data, user, type)  # the default path (~0.3 ms) is cheaper than a thread hop

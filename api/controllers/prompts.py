@@ -10,7 +10,8 @@ from api.auth import SECURITY
 from api.openapi_docs import error_responses
 from api.schemas.prompt_optimization import (AdaptResponse, AdaptStatusResponse, CostResponse, OptimizationResults,
                                              OptimizeRequest, OptimizeResponse, OptimizeStatusResponse)
-from api.services import Services
+from api.dependencies import component
+from api.prompt_optimization.service import PromptOptimizationService
 from storage.records import User
 
 
@@ -18,48 +19,49 @@ class PromptOptimizationController(Controller):
     path = "/v2/prompt"
     tags = ["prompt optimization"]
     security = SECURITY
+    dependencies = {"runs": component("prompt_optimization")}
 
     @post("/optimize", operation_id="optimize", status_code=200, summary="Start a prompt optimization",
           responses=error_responses(404, 429, 503))
     async def optimize(self, data: JSONBody[OptimizeRequest], user: NamedDependency[User],
-                       services: NamedDependency[Services]) -> OptimizeResponse:
-        return OptimizeResponse(optimization_run_id=await services.prompt_optimization.start(data, user))
+                       runs: NamedDependency[PromptOptimizationService]) -> OptimizeResponse:
+        return OptimizeResponse(optimization_run_id=await runs.start(data, user))
 
     @get("/optimizeStatus/{optimization_run_id:str}", operation_id="optimizeStatus",
          summary="Read an optimization's status", responses=error_responses(404))
     async def status(self, optimization_run_id: FromPath[str], user: NamedDependency[User],
-                     services: NamedDependency[Services]) -> OptimizeStatusResponse:
-        status, position, error = services.prompt_optimization.status(optimization_run_id, user)
+                     runs: NamedDependency[PromptOptimizationService]) -> OptimizeStatusResponse:
+        status, position, error = runs.status(optimization_run_id, user)
         return OptimizeStatusResponse(optimization_run_id, status, position, error)
 
     @get("/optimizeResults/{optimization_run_id:str}", operation_id="optimizeResults",
          summary="Read an optimization's results", responses=error_responses(403, 404))
     async def results(self, optimization_run_id: FromPath[str], user: NamedDependency[User],
-                      services: NamedDependency[Services]) -> OptimizationResults:
-        return await services.prompt_optimization.results(optimization_run_id, user)
+                      runs: NamedDependency[PromptOptimizationService]) -> OptimizationResults:
+        return await runs.results(optimization_run_id, user)
 
     @get("/optimize/{optimization_run_id:str}/costs", operation_id="optimizeCosts",
          summary="Read an optimization's LLM cost", responses=error_responses(403, 404))
     async def costs(self, optimization_run_id: FromPath[str], user: NamedDependency[User],
-                    services: NamedDependency[Services]) -> CostResponse:
-        return await services.prompt_optimization.costs(optimization_run_id, user)
+                    runs: NamedDependency[PromptOptimizationService]) -> CostResponse:
+        return await runs.costs(optimization_run_id, user)
 
     # --- the older names: the same runs, identified as adaptation_run_id ---------------------------------------
     @post("/adapt", operation_id="adapt", status_code=200, summary="Start a prompt optimization (older name)",
           responses=error_responses(404, 429, 503))
     async def adapt(self, data: JSONBody[OptimizeRequest], user: NamedDependency[User],
-                    services: NamedDependency[Services]) -> AdaptResponse:
-        return AdaptResponse(adaptation_run_id=await services.prompt_optimization.start(data, user))
+                    runs: NamedDependency[PromptOptimizationService]) -> AdaptResponse:
+        return AdaptResponse(adaptation_run_id=await runs.start(data, user))
 
     @get("/adaptStatus/{adaptation_run_id:str}", operation_id="adaptStatus",
          summary="Read an optimization's status (older name)", responses=error_responses(404))
     async def adapt_status(self, adaptation_run_id: FromPath[str], user: NamedDependency[User],
-                           services: NamedDependency[Services]) -> AdaptStatusResponse:
-        status, position, error = services.prompt_optimization.status(adaptation_run_id, user)
+                           runs: NamedDependency[PromptOptimizationService]) -> AdaptStatusResponse:
+        status, position, error = runs.status(adaptation_run_id, user)
         return AdaptStatusResponse(adaptation_run_id, status, position, error)
 
     @get("/adaptResults/{adaptation_run_id:str}", operation_id="adaptResults",
          summary="Read an optimization's results (older name)", responses=error_responses(403, 404))
     async def adapt_results(self, adaptation_run_id: FromPath[str], user: NamedDependency[User],
-                            services: NamedDependency[Services]) -> OptimizationResults:
-        return await services.prompt_optimization.results(adaptation_run_id, user)
+                            runs: NamedDependency[PromptOptimizationService]) -> OptimizationResults:
+        return await runs.results(adaptation_run_id, user)

@@ -12,16 +12,18 @@ from litestar.params import Body
 from api.auth import SECURITY
 from api.openapi_docs import error_responses
 from api.schemas.router_training import TrainCustomRouterForm, TrainCustomRouterResponse
-from api.services import Services
+from api.custom_router.submission import RouterTrainingService
+from api.dependencies import component
 from storage.records import User
 
 
 @post("/v2/pzn/trainCustomRouter", operation_id="trainCustomRouter", tags=["custom routers"], status_code=200,
       summary="Train a custom router on your evaluation results", security=SECURITY,
-      responses=error_responses(404, 408, 409, 413, 503))
+      responses=error_responses(404, 408, 409, 413, 503),
+      dependencies={"router_training": component("router_training")})
 async def train_custom_router(
     data: Annotated[TrainCustomRouterForm, Body(media_type=RequestEncodingType.MULTI_PART)],
     user: NamedDependency[User],
-    services: NamedDependency[Services],
+    router_training: NamedDependency[RouterTrainingService],
 ) -> TrainCustomRouterResponse:
-    return TrainCustomRouterResponse(preference_id=await services.router_training.submit(data, user))
+    return TrainCustomRouterResponse(preference_id=await router_training.submit(data, user))

@@ -1,8 +1,8 @@
 """Start-up of the custom router side of the API: the restart rule, the in-memory registry, the upload service.
 
 Restart rule. `switchboard serve` restarts the flow runner together with the store, so a training job still
-`created`, `queued` or `processing` when it starts belongs to a flow run that no longer exists (api.app.
-apply_restart_rule says who applies it; not API workers behind a store owner, whose flows run on a work pool).
+`created`, `queued` or `processing` when it starts belongs to a flow run that no longer exists (
+api/startup.py says who applies it; not API workers behind a store owner, whose flows run on a work pool).
 It is marked `failed` ("interrupted by a service restart"), never left open; modelSelect then says so
 (400 ROUTER_TRAINING_FAILED) and the team uploads again. The flow itself can no longer publish for it (storage
 only publishes from an open job), and the housekeeping flow applies the same reconciliation from Prefect's side

@@ -71,7 +71,7 @@ class RouterTrainingService:
             raise PayloadTooLarge(f"dataset_file is {len(raw):,} bytes; the limit is {limit:,} bytes",
                                   details={"bytes": len(raw), "limit": limit})
         dataset_id = str(uuid.uuid4())
-        path = self.settings.data_dir / "uploads" / "router_training" / f"{dataset_id}.parquet"
+        path = self.settings.layout.uploads_dir / "router_training" / f"{dataset_id}.parquet"
         rows = await self._validate_and_store(raw, form.prompt_column, models, path)
 
         pref_id = form.preference_id or self.store.preferences.create(

@@ -30,7 +30,7 @@ def _json(raw: str | None) -> dict | None:
 
 def fail_interrupted_runs(store) -> list[str]:
     """Start-up rule: runs open when the service starts lost their flow run (the runner restarts with the store;
-    api.app.apply_restart_rule says who applies it)."""
+    api/startup.py says who applies it)."""
     failed = store.optimizations.fail_open(RESTART_REASON)
     if failed:
         log.warning("%d prompt optimization run(s) were interrupted by the restart and marked failed", len(failed))

@@ -15,19 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from storage.event_schemas import USAGE_SCHEMA
+
 TASK_TYPES = ("pre-optimization evaluation", "optimization", "post-optimization evaluation")
-
-USAGE_SCHEMA = pa.schema([
-    ("id", pa.string()), ("user_id", pa.string()), ("organization_id", pa.string()),
-    ("adaptation_run_id", pa.string()), ("provider", pa.string()), ("model", pa.string()),
-    ("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("input_cost", pa.float64()),
-    ("output_cost", pa.float64()), ("total_cost", pa.float64()), ("timestamp", pa.float64()),
-    ("task_type", pa.string()),
-    # Not in the wire record: which model of the run the call served (a target's position, or -1 for the origin),
-    # its role in that work (target, judge, reflection) and how long the provider took (for the benchmark).
-    ("position", pa.int32()), ("role", pa.string()), ("latency_s", pa.float64()),
-])
-
 
 class CostCeilingExceeded(RuntimeError):
     pass

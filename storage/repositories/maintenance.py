@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 from storage.database import Database
+from storage.layout import DataDir
 
 # What analysts may read of the system of record: everything except the API key hashes.
 CATALOGUE_TABLES = ("users", "preferences", "jobs", "custom_routers", "router_trainings", "router_training_metrics",
@@ -21,7 +22,7 @@ SNAPSHOT_MAX_AGE_S = 3600  # a reader removes its snapshot once loaded; older on
 
 
 def snapshots_dir(data_dir: Path) -> Path:
-    return data_dir / "run" / "analytics"
+    return DataDir(data_dir).run_dir / "analytics"
 
 
 def sql_literal(path: Path) -> str:

@@ -143,7 +143,7 @@ def test_revocation_via_rpc_takes_effect_at_once_despite_the_auth_cache(client, 
     headers = {"Authorization": f"Bearer {issued.key}"}
     assert client.post(CREATE, json={}, headers=headers).status_code == 200  # the user is now cached
     services = client.app.state.services
-    assert services.auth_cache.get(hash_key(issued.key))[0]  # proves the cache is warm (30 s TTL)
+    assert services.authenticator.cache.get(hash_key(issued.key))[0]  # proves the cache is warm (30 s TTL)
 
     response = rpc(client, "accounts.revoke_key", {"key_ref": issued.info.key_prefix})
     assert response.status_code == 200, response.text

@@ -40,7 +40,7 @@ def assert_error_shape(response) -> None:
 @pytest.fixture
 def fuzz_client(client, issue_key):
     services = client.app.state.services
-    services.rate_limiter = None  # the fuzzer sends hundreds of requests on one key
+    services.authenticator.rate_limiter = None  # the fuzzer sends hundreds of requests on one key
     services.router_training.launcher = FakeLauncher()
     services.prompt_optimization.launcher = FakeLauncher()
     key = issue_key("fuzzer", tier="enterprise", prompt_optimization=True).key

@@ -29,7 +29,7 @@ JSON_ENDPOINTS = [("post", SELECT), ("post", "/v2/preferences/userPreferenceCrea
 
 @pytest.fixture
 def headers(client, auth) -> dict[str, str]:
-    client.app.state.services.rate_limiter = None
+    client.app.state.services.authenticator.rate_limiter = None
     return auth("alice", tier="enterprise", prompt_optimization=True)
 
 

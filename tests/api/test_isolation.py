@@ -107,7 +107,7 @@ def operations_with_body_ids(openapi: dict) -> set[tuple[str, str]]:
 def world(client, auth):
     """alice owns a preference, a routing session and an optimization run; bob is another user with full access."""
     services = client.app.state.services
-    services.rate_limiter = None
+    services.authenticator.rate_limiter = None
     services.router_training.launcher = FakeLauncher()
     services.prompt_optimization.launcher = FakeLauncher()
     alice = auth("alice", tier="enterprise", prompt_optimization=True)

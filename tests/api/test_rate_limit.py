@@ -88,14 +88,14 @@ def test_settings_read_the_environment(data_dir, monkeypatch):
 
 
 def test_app_builds_its_limiter_from_settings(client):
-    limiter = client.app.state.services.rate_limiter
+    limiter = client.app.state.services.authenticator.rate_limiter
     settings = client.app.state.services.settings
     assert limiter.limits[JOBS] == Limit(settings.rate_limit_per_minute, settings.rate_limit_burst)
     assert limiter.limits[SELECT].per_minute == settings.select_rate_limit_per_minute > settings.rate_limit_per_minute
 
 
 def test_http_429_envelope_with_retry_after_per_key_and_per_class(client, auth):
-    client.app.state.services.rate_limiter = RateLimiter({JOBS: Limit(60, 2), SELECT: Limit(60, 3)})
+    client.app.state.services.authenticator.rate_limiter = RateLimiter({JOBS: Limit(60, 2), SELECT: Limit(60, 3)})
     alice, bob = auth("alice"), auth("bob")
     assert [client.post(CREATE, json={}, headers=alice).status_code for _ in range(2)] == [200, 200]
     refused = client.post(CREATE, json={}, headers=alice)
@@ -111,7 +111,7 @@ def test_http_429_envelope_with_retry_after_per_key_and_per_class(client, auth):
 
 def test_unauthenticated_requests_do_not_touch_buckets(client):
     limiter = RateLimiter({JOBS: Limit(60, 1)})
-    client.app.state.services.rate_limiter = limiter
+    client.app.state.services.authenticator.rate_limiter = limiter
     for _ in range(5):
         assert client.post(CREATE, json={}, headers={"Authorization": "Bearer sb-nobody"}).status_code == 401
     assert limiter._buckets == {}

@@ -24,10 +24,10 @@ PROVIDER_SECRETS = {"SWITCHBOARD_LLM_API_KEY": "sk-canary-LLM-5f1b8e0c9d",
                     "OPENAI_API_KEY": "sk-canary-ENV-0b9c44d2"}
 
 
-def text_columns(store: Store) -> dict[tuple[str, str], list]:
+def text_columns(store: LocalStore) -> dict[tuple[str, str], list]:
     """(table, column) -> values, for every text column of every table in the store."""
     columns = store.database.rows("SELECT table_name, column_name FROM information_schema.columns "
-                          "WHERE data_type = 'VARCHAR' AND table_schema = 'main'")
+                                  "WHERE data_type = 'VARCHAR' AND table_schema = 'main'")
     return {(t, c): [r[0] for r in store.database.rows(f'SELECT "{c}" FROM "{t}"')] for t, c in columns}
 
 
@@ -63,7 +63,7 @@ def test_api_keys_never_reach_logs_or_error_bodies(client, issue_key, everything
     issued = issue_key("alice")
     revoked = issue_key("alice")
     client.app.state.services.store.accounts.revoke_key(revoked.info.key_id)
-    client.app.state.services.auth_cache.clear()
+    client.app.state.services.authenticator.cache.clear()
     bodies = []
     for key in (issued.key, revoked.key, issued.key + "x", "sb-" + "A" * 400):
         response = client.post(CREATE, json={}, headers={"Authorization": f"Bearer {key}"})
@@ -86,7 +86,7 @@ def test_key_and_owner_token_comparisons_are_constant_time(client, issue_key, mo
 
     monkeypatch.setattr(hmac, "compare_digest", recording)
     issued = issue_key("carol")
-    client.app.state.services.auth_cache.clear()
+    client.app.state.services.authenticator.cache.clear()
     assert client.post(CREATE, json={}, headers={"Authorization": f"Bearer {issued.key}"}).status_code == 200
     assert any(hash_key(issued.key) in (a, b) for a, b in compared), "the key hash lookup must use compare_digest"
     compared.clear()

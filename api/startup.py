@@ -1,0 +1,81 @@
+"""What an API process builds once at start-up: the restart rule, then every component (api/services.py)."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+
+from api.auth import Authenticator
+from api.auth_cache import AuthCache
+from api.catalogue import load_catalogue
+from api.custom_router.startup import custom_router_services, fail_interrupted_trainings
+from api.launcher import PrefectLauncher
+from api.preferences import PreferenceService
+from api.prompt_optimization.service import PromptOptimizationService, fail_interrupted_runs
+from api.rate_limit import JOBS, SELECT, Limit, RateLimiter
+from api.routing.default_router import load_default_router
+from api.selection.feedback import FeedbackService
+from api.selection.personalization import FeedbackMemory
+from api.selection.preference_cache import PreferenceCache
+from api.selection.service import SelectionService
+from api.selection.sessions import SessionLog
+from api.services import Services
+from api.settings import Settings
+from storage import owner
+from storage.interfaces import Store
+
+
+def apply_restart_rule(store: Store) -> None:
+    """Fail the jobs and runs still open: their flow runs died with the previous start (api/custom_router/startup.py).
+    Applied where the flow runs' executor restarts together with the store: by `switchboard serve` before its
+    children start, and by an API process that owns the store itself. Never by API workers behind a store owner:
+    restarting them leaves flow runs on a work pool running, and housekeeping reconciles jobs with Prefect."""
+    fail_interrupted_trainings(store)
+    fail_interrupted_runs(store)
+
+
+def rate_limiter(settings: Settings) -> RateLimiter:
+    return RateLimiter({SELECT: Limit(settings.select_rate_limit_per_minute, settings.select_rate_limit_burst),
+                        JOBS: Limit(settings.rate_limit_per_minute, settings.rate_limit_burst)})
+
+
+def build_services(settings: Settings, store: Store) -> Services:
+    """Load what the hot path needs once: catalogue, default router, session log, personalisation memory."""
+    if store.owns_file:
+        apply_restart_rule(store)
+    router = load_default_router()
+    sessions = SessionLog(settings.events_dir, settings.session_flush_seconds).start()
+    memory = FeedbackMemory()
+    catalogue = load_catalogue()
+    registry, training = custom_router_services(settings, store, catalogue, router.featurizer)
+    preference_cache = PreferenceCache(store, settings.preference_cache_seconds).attach()
+    selection = SelectionService(catalogue, router.featurizer, router, preference_cache, sessions, memory, registry)
+    feedback = FeedbackService(sessions, memory, selection)
+    feedback.rebuild()
+    if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
+        feedback.follow_other_workers(settings.session_flush_seconds)
+    runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))
+    return Services(
+        settings=settings, store=store, rpc_token=owner.new_token(),
+        authenticator=Authenticator(store.accounts, AuthCache(settings.auth_cache_seconds), rate_limiter(settings)),
+        selection=selection, feedback=feedback, sessions=sessions,
+        preferences=PreferenceService(store.preferences, store.routers, settings.layout),
+        custom_routers=registry, router_training=training, prompt_optimization=runs)
+
+
+def revocation_hook(services: Services) -> Callable[[str], None]:
+    """In the owning API process a revocation through the RPC takes effect at once. API workers behind a store
+    owner see it when their auth cache entry expires (SWITCHBOARD_AUTH_CACHE_SECONDS)."""
+    def after_call(method: str) -> None:
+        if method == "accounts.revoke_key":
+            services.authenticator.cache.clear()
+    return after_call
+
+
+def tune_garbage_collector() -> None:
+    """Keep the collector's pauses off the hot path's tail latency: everything loaded at start-up (catalogue,
+    router, memory) is moved out of the collector's sight, and young-generation collections run less often.
+    Request objects are short-lived and freed by reference counting, so this costs little memory."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)

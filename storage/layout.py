@@ -1,0 +1,54 @@
+"""What lives where under the data dir, and which data dir is configured.
+
+The data dir is the one setting storage reads for itself (SWITCHBOARD_DATA_DIR), so an analyst's notebook can call
+storage.analytics.connect() with no arguments; everything else configurable is read by api/settings.py, which
+takes its data dir from here too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DATA_DIR = "./data"
+
+
+def configured_data_dir() -> Path:
+    return Path(os.environ.get("SWITCHBOARD_DATA_DIR", DEFAULT_DATA_DIR)).expanduser().resolve()
+
+
+@dataclass(frozen=True)
+class DataDir:
+    root: Path
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / "switchboard.duckdb"
+
+    @property
+    def run_dir(self) -> Path:
+        """Process discovery files (who owns the database, on which URL)."""
+        return self.root / "run"
+
+    @property
+    def events_dir(self) -> Path:
+        """Append-only Parquet event logs (sessions, feedback, usage)."""
+        return self.root / "events"
+
+    @property
+    def artefacts_dir(self) -> Path:
+        return self.root / "artefacts"
+
+    @property
+    def uploads_dir(self) -> Path:
+        """Validated router-training datasets, as Parquet."""
+        return self.root / "uploads"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def prefect_home(self) -> Path:
+        return self.root / "prefect"
