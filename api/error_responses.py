@@ -8,11 +8,20 @@ from typing import Any
 
 import msgspec
 from litestar import MediaType, Request, Response
-from litestar.exceptions import HTTPException, SerializationException, ValidationException
+from litestar.exceptions import (
+    HTTPException,
+    SerializationException,
+    ValidationException,
+)
 
 from api.errors import ApiError
 from api.request_id import request_id_of
-from api.schemas.common import ErrorBody, ErrorResponse, HTTPValidationError, ValidationErrorItem
+from api.schemas.common import (
+    ErrorBody,
+    ErrorResponse,
+    HTTPValidationError,
+    ValidationErrorItem,
+)
 
 log = logging.getLogger("switchboard.api")
 

@@ -15,19 +15,18 @@ from typing import AsyncIterator
 from litestar import Litestar
 from litestar.di import Provide
 
+from api.controllers.internal import OWNER_ROUTES
+from api.error_responses import EXCEPTION_HANDLERS
+from api.settings import get_settings
+from storage import owner
+from storage.errors import StoreError
 from storage.owner_endpoint import OwnerEndpoint
+from storage.store import LocalStore
 
 log = logging.getLogger("switchboard.store")
 
 
 def create_owner_app() -> Litestar:
-    from api.controllers.internal import OWNER_ROUTES
-    from api.error_responses import EXCEPTION_HANDLERS
-    from api.settings import get_settings
-    from storage import owner
-    from storage.errors import StoreError
-    from storage.store import LocalStore
-
     settings = get_settings()
     box: dict[str, OwnerEndpoint] = {}
 

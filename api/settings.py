@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -190,7 +191,6 @@ def _write_probe(path: Path) -> None:
 def check_data_dir(data_dir: Path) -> None:
     """Start-up: the data dir must exist (or be creatable) and take a write. Otherwise stop with one line that
     says what is wrong and what to do (SystemExit prints it without a traceback)."""
-    import errno
 
     probe = data_dir / f".write-check-{os.getpid()}"
     try:

@@ -8,11 +8,12 @@ from collections.abc import Callable
 from api.auth import Authenticator
 from api.auth_cache import AuthCache
 from api.catalogue import load_catalogue
-from api.custom_router.startup import custom_router_services, fail_interrupted_trainings
+from api.custom_router.startup import custom_router_services
 from api.launcher import PrefectLauncher
 from api.preferences import PreferenceService
-from api.prompt_optimization.service import PromptOptimizationService, fail_interrupted_runs
+from api.prompt_optimization.service import PromptOptimizationService
 from api.rate_limit import JOBS, SELECT, Limit, RateLimiter
+from api.restart_rule import apply_restart_rule
 from api.routing.default_router import load_default_router
 from api.selection.feedback import FeedbackService
 from api.selection.personalization import FeedbackMemory
@@ -23,15 +24,6 @@ from api.services import Services
 from api.settings import Settings
 from storage import owner
 from storage.interfaces import Store
-
-
-def apply_restart_rule(store: Store) -> None:
-    """Fail the jobs and runs still open: their flow runs died with the previous start (api/custom_router/startup.py).
-    Applied where the flow runs' executor restarts together with the store: by `switchboard serve` before its
-    children start, and by an API process that owns the store itself. Never by API workers behind a store owner:
-    restarting them leaves flow runs on a work pool running, and housekeeping reconciles jobs with Prefect."""
-    fail_interrupted_trainings(store)
-    fail_interrupted_runs(store)
 
 
 def rate_limiter(settings: Settings) -> RateLimiter:

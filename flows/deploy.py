@@ -14,16 +14,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import WorkPoolCreate
+from prefect.deployments.runner import EntrypointType
+from prefect.exceptions import ObjectNotFound
+
+from flows.registry import deployments
+
 PROCESS = "process"
 
 
 async def ensure_pool(name: str, pool_type: str) -> bool:
     """Create the work pool if it does not exist; True when it was created. An existing pool is left as it is
     (its type and base job template may have been tuned in the UI)."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.exceptions import ObjectNotFound
-
     async with get_client() as client:
         try:
             await client.read_work_pool(name)
@@ -34,10 +37,6 @@ async def ensure_pool(name: str, pool_type: str) -> bool:
 
 
 def pool_deployments(pool: str, job_variables: dict[str, Any] | None = None) -> list[Any]:
-    from prefect.deployments.runner import EntrypointType
-
-    from flows.registry import deployments
-
     return deployments(work_pool_name=pool, entrypoint_type=EntrypointType.MODULE_PATH,
                        job_variables=job_variables or {})
 

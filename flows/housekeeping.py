@@ -15,8 +15,11 @@ from datetime import datetime, timedelta, timezone
 
 from prefect import flow, get_run_logger, task
 
+from api.settings import get_settings
 from flows import prefect_api
 from flows.storage_access import connect
+from storage import events
+from storage.retention import remove_inside
 
 EVENT_TABLES = ("sessions", "feedback", "llm_usage")
 NEVER_STARTED_AFTER = timedelta(minutes=15)
@@ -45,18 +48,12 @@ async def reconcile_jobs() -> int:
 
 @task(name="compact-event-logs")
 def compact_event_logs() -> int:
-    from api.settings import get_settings
-    from storage import events
-
     events_dir = get_settings().events_dir
     return sum(events.compact(events_dir, table) for table in EVENT_TABLES)
 
 
 @task(name="prune-stored-files", retries=2, retry_delay_seconds=5)
 def prune_stored_files(keep_router_versions: int, dataset_grace_days: int) -> dict[str, int]:
-    from api.settings import get_settings
-    from storage.retention import remove_inside
-
     settings, store = get_settings(), connect()
     routers = remove_inside(settings.artefacts_dir, store.routers.prune_versions(keep_router_versions))
     datasets = remove_inside(settings.layout.uploads_dir,

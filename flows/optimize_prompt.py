@@ -12,6 +12,7 @@ completed.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from typing import Any
 
@@ -19,18 +20,19 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from api.catalogue import load_catalogue
+from api.settings import get_settings
+from flows.prompt_opt.program import to_program, to_prompt
+from flows.prompt_opt.usage import Ledger
+from flows.prompt_opt.work import RunContext, RunSpec, evaluate, optimize
 from flows.storage_access import connect
+from storage import events
 from storage.optimization_records import ORIGIN, ModelResult
 
 TASK_PRE, TASK_OPT, TASK_POST = "pre-optimization evaluation", "optimization", "post-optimization evaluation"
 
 
 def _context(run) -> Any:
-    from api.catalogue import load_catalogue
-    from api.settings import get_settings
-    from flows.prompt_opt.usage import Ledger
-    from flows.prompt_opt.work import RunContext, RunSpec
-
     settings = get_settings().optimize
     spec = RunSpec.from_json(run.request)
     catalogue = load_catalogue()
@@ -48,8 +50,6 @@ def _context(run) -> Any:
 
 def _flush_usage(ctx, position: int) -> tuple[float, int]:
     """Write this model's usage records to the llm_usage event log; return (cost, requests)."""
-    from api.settings import get_settings
-    from storage import events
 
     rows = ctx.ledger.for_position(position)
     events.append(get_settings().events_dir, "llm_usage", ctx.ledger.table(rows))
@@ -58,7 +58,6 @@ def _flush_usage(ctx, position: int) -> tuple[float, int]:
 
 def _save_program(program, run_id: str, position: int) -> None:
     """The optimized program as DSPy JSON state (never a pickle), for analysts and for re-loading it in DSPy."""
-    from api.settings import get_settings
 
     folder = get_settings().artefacts_dir / "prompt_optimization" / run_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -68,32 +67,23 @@ def _save_program(program, run_id: str, position: int) -> None:
 @task(name="pre-optimization-evaluation", task_run_name="pre-optimization-evaluation {provider}/{model}",
       cache_policy=NO_CACHE)
 def pre_evaluation(ctx, provider: str, model: str, position: int) -> tuple[float, dict]:
-    from flows.prompt_opt.program import to_program
-    from flows.prompt_opt.work import evaluate
-
     program = to_program(ctx.spec.system_prompt, ctx.spec.template, ctx.spec.fields)
     return evaluate(ctx, program, provider, model, ctx.spec.test, TASK_PRE, position)
 
 
 @task(name="optimize", task_run_name="optimize {provider}/{model}", cache_policy=NO_CACHE)
 def optimize_step(ctx, provider: str, model: str, position: int):
-    from flows.prompt_opt.work import optimize
-
     return optimize(ctx, provider, model, position)
 
 
 @task(name="post-optimization-evaluation", task_run_name="post-optimization-evaluation {provider}/{model}",
       cache_policy=NO_CACHE)
 def post_evaluation(ctx, program, provider: str, model: str, position: int) -> tuple[float, dict]:
-    from flows.prompt_opt.work import evaluate
-
     return evaluate(ctx, program, provider, model, ctx.spec.test, TASK_POST, position)
 
 
 @task(name="optimize-target", task_run_name="optimize-target {provider}/{model}", cache_policy=NO_CACHE)
 def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, gate: Any) -> str:
-    from flows.prompt_opt.program import to_prompt
-
     store, log = connect(), get_run_logger()
     with gate:
         store.optimizations.record_model_result(run_id, ModelResult(position, provider, model, "processing"))
@@ -124,9 +114,6 @@ def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, 
 
 @task(name="origin-evaluation", task_run_name="origin-evaluation {provider}/{model}", cache_policy=NO_CACHE)
 def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str:
-    from flows.prompt_opt.program import to_program
-    from flows.prompt_opt.work import evaluate
-
     store = connect()
     spec = ctx.spec
     if spec.origin_score is not None:  # the caller gave the baseline: nothing to evaluate
@@ -162,8 +149,6 @@ def publish_scores(run) -> None:
 
 @flow(name="optimize-prompt", flow_run_name="optimize-prompt {run_id}")
 def optimize_prompt(run_id: str) -> dict[str, Any]:
-    import logging
-
     logging.getLogger("dspy").setLevel(logging.WARNING)  # GEPA logs every candidate at INFO
     store, log = connect(), get_run_logger()
     run = store.optimizations.get(run_id)

@@ -36,6 +36,7 @@ def job_status_for(state_type: str) -> str:
 
 async def trigger(deployment: str, parameters: dict[str, Any], tags: list[str] | None = None) -> str:
     """Create a flow run of `flow-name/deployment-name` and return its id at once (never waits for it)."""
+    # lazy: Prefect takes ~1.5 s to import, and the API and the CLI import this module
     from prefect.deployments import run_deployment
 
     flow_run = await run_deployment(deployment, parameters=parameters, timeout=0, tags=tags or [])
@@ -44,6 +45,7 @@ async def trigger(deployment: str, parameters: dict[str, Any], tags: list[str] |
 
 async def flow_run_status(flow_run_id: str) -> tuple[str, str | None]:
     """(JobStatus, the state's message) of a flow run; ('failed', reason) when Prefect does not know it."""
+    # lazy: Prefect takes ~1.5 s to import, and the API and the CLI import this module
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
@@ -58,6 +60,7 @@ async def flow_run_status(flow_run_id: str) -> tuple[str, str | None]:
 
 
 async def cancel(flow_run_id: str) -> None:
+    # lazy: Prefect takes ~1.5 s to import, and the API and the CLI import this module
     from prefect.client.orchestration import get_client
     from prefect.states import Cancelling
 
@@ -73,6 +76,7 @@ async def settle_orphaned_runs(api_url: str, message: str, housekeeping: str | N
     anything was crashed) so storage follows. Only for a Prefect server whose one runner is known to be dead: the
     embedded `serve` calls it before (re)starting its runner. Crashing frees the runs' concurrency slots, which a
     zombie `Running` optimize-prompt run would otherwise hold for ever."""
+    # lazy: Prefect takes ~1.5 s to import, and the API and the CLI import this module
     from prefect.client.orchestration import PrefectClient
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
     from prefect.client.schemas.objects import StateType

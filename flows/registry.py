@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.settings import get_settings
+from flows.housekeeping import housekeeping
+from flows.optimize_prompt import optimize_prompt
+from flows.train_custom_router import train_custom_router
+from flows.train_default_router import train_default_router_flow
+
 
 def deployments(**options: Any) -> list[Any]:
     """`options` go to every `to_deployment` call (flows.deploy passes the work pool and a module entrypoint)."""
-    from flows.housekeeping import housekeeping
-    from api.settings import get_settings
-    from flows.optimize_prompt import optimize_prompt
-    from flows.train_custom_router import train_custom_router
-    from flows.train_default_router import train_default_router_flow
 
     return [
         housekeeping.to_deployment(name="housekeeping", interval=600,

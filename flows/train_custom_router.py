@@ -22,6 +22,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import json  # noqa: E402
+import resource
 import shutil  # noqa: E402
 import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
@@ -30,13 +31,16 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+import polars as pl
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.states import Cancelled  # noqa: E402
 
-from flows.custom_router import calibration, training  # noqa: E402
+from api.custom_router.encoders import encoder_for, encoder_name_for_upload
 from api.custom_router.model import FORMAT  # noqa: E402
+from api.settings import get_settings
+from flows.custom_router import calibration, training  # noqa: E402
 from flows.storage_access import connect  # noqa: E402
 
 
@@ -52,8 +56,6 @@ def _check_open(store, job_id: str) -> None:
 
 @task(name="load-dataset", cache_policy=NO_CACHE)
 def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple[list[str], np.ndarray, dict]:
-    import polars as pl
-
     frame = pl.read_parquet(dataset_path)
     scores = np.column_stack([frame[f"{m['column_prefix']}/score"].to_numpy().astype(np.float64) for m in models])
     quality, scale = training.normalise_scores(scores, maximize)
@@ -63,8 +65,6 @@ def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple
 
 @task(name="embed-prompts", cache_policy=NO_CACHE)
 def embed_prompts(prompts: list[str], encoder_name: str, batch: int = 1000) -> np.ndarray:
-    from api.custom_router.encoders import encoder_for
-
     logger = get_run_logger()
     encoder = encoder_for(encoder_name, processes=os.cpu_count() or 1)
     started, parts = time.perf_counter(), []
@@ -152,8 +152,6 @@ def record_run(preference_id: str, router_id: str | None, report: dict, seconds:
       log_prints=True)
 def train_custom_router(job_id: str, preference_id: str, dataset_path: str, language: str, maximize: bool,
                         models: list[dict[str, Any]]) -> dict:
-    from api.settings import get_settings
-
     started = time.perf_counter()
     logger = get_run_logger()
     store = connect()
@@ -163,7 +161,6 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         _check_open(store, job_id)
         store.jobs.update(job_id, status="processing", only_if_open=True)
         prompts, y, scale = load_dataset(dataset_path, models, maximize)
-        from api.custom_router.encoders import encoder_for, encoder_name_for_upload
 
         encoder_name = encoder_name_for_upload(language, prompts, get_settings().custom_router_e5_max_chars)
         logger.info("encoder %s for %s prompts of %d characters in all", encoder_name, f"{len(prompts):,}",
@@ -215,6 +212,5 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
 
 def _peak_rss_mb() -> float:
     """Peak resident memory of this flow run's process (the runner runs each flow in its own subprocess)."""
-    import resource
 
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -17,6 +17,8 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 
+from flows.default_router.train import train_default_router
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "routellm"
 DEFAULT_ARTEFACT = REPO_ROOT / "datasets" / "default_router"
@@ -37,8 +39,6 @@ def stage(artefact_dir: Path) -> Path:
 
 @task(name="train-and-evaluate")
 def train(data_dir: Path, staging: Path, seed: int, rebuild_encoder: bool, e5_cache: Path | None) -> dict:
-    from flows.default_router.train import train_default_router
-
     report = train_default_router(data_dir, staging, seed=seed, rebuild_encoder=rebuild_encoder, e5_cache=e5_cache)
     return {"heldout": report.heldout, "sha256": report.router_json_sha256, "train_rows": report.train_rows}
 

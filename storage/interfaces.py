@@ -13,8 +13,17 @@ from collections.abc import Callable
 from typing import Protocol
 
 from storage.optimization_records import ModelResult, OptimizationRun, OptimizationStart
-from storage.records import (ApiKeyInfo, CustomRouterRecord, IssuedKey, Job, Preference, PreferenceChanges,
-                             RouterState, TrainingStart, User)
+from storage.records import (
+    ApiKeyInfo,
+    CustomRouterRecord,
+    IssuedKey,
+    Job,
+    Preference,
+    PreferenceChanges,
+    RouterState,
+    TrainingStart,
+    User,
+)
 
 
 class Accounts(Protocol):

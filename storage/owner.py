@@ -13,6 +13,7 @@ import os
 import secrets
 import time
 from pathlib import Path
+
 import httpx
 import msgspec
 

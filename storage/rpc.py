@@ -20,7 +20,15 @@ import httpx
 import msgspec
 
 from storage.errors import StoreError
-from storage.interfaces import DOMAINS, Accounts, Jobs, Maintenance, Optimizations, Preferences, Routers
+from storage.interfaces import (
+    DOMAINS,
+    Accounts,
+    Jobs,
+    Maintenance,
+    Optimizations,
+    Preferences,
+    Routers,
+)
 from storage.owner_changes import CHANGES_HEADER, ChangeFeed
 
 log = logging.getLogger("switchboard.storage")

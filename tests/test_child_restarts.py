@@ -10,7 +10,7 @@ import time
 
 from api.cli.restarts import RESTART_LIMIT, ChildRestarts
 from api.settings import get_settings
-from api.cli.supervisor import Supervisor
+from api.cli.processes import Supervisor
 from tests.processes import alive
 
 

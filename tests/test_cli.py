@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.cli.supervisor import Child, free_port
+from api.cli.processes import Child, free_port
 from storage import owner
 from storage.keys import hash_key
 from storage.store import LocalStore

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
+from api.cli.supervisor import api_argv, serve, store_owner_argv
+from api.settings import check_data_dir, get_settings
+from storage.errors import StoreError
+from storage.interfaces import Store
+from storage.owner import live_owner, open_store
 from storage.records import TIERS
 
 
-def _store():
-    from api.settings import check_data_dir, get_settings
-    from storage.owner import open_store
-
+def _store() -> Store:
     settings = get_settings()
     check_data_dir(settings.data_dir)
     return open_store(settings.db_path, settings.run_dir)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from api.settings import check_data_dir, get_settings
-    from api.cli.supervisor import serve
-
     settings = get_settings()
     check_data_dir(settings.data_dir)  # one clear line, not a traceback from deep inside DuckDB or Prefect
     return serve(settings, args.host or settings.host, args.port or settings.port)
@@ -28,11 +29,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_store(args: argparse.Namespace) -> int:
     """The store owner alone (production shape): replaces this process with granian, so signals reach it."""
-    import os
-
-    from api.settings import get_settings
-    from api.cli.supervisor import store_owner_argv
-
     settings = get_settings()
     host, port = args.host or settings.store_host, args.port or settings.store_port
     os.environ["SWITCHBOARD_STORE_HOST"], os.environ["SWITCHBOARD_STORE_PORT"] = host, str(port)
@@ -45,12 +41,6 @@ def cmd_store(args: argparse.Namespace) -> int:
 
 def cmd_api(args: argparse.Namespace) -> int:
     """The API alone, with `--workers` granian processes; several need a store owner (`switchboard store`)."""
-    import os
-
-    from api.settings import get_settings
-    from api.cli.supervisor import api_argv
-    from storage.owner import live_owner
-
     settings = get_settings()
     if args.workers > 1 and live_owner(settings.run_dir) is None:
         print(f"error: {args.workers} API workers need a running store owner for {settings.data_dir}; start "
@@ -64,6 +54,7 @@ def cmd_api(args: argparse.Namespace) -> int:
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:
+    # lazy: Prefect and every flow (DSPy, LiteLLM) load only for `deploy`
     from flows.deploy import deploy
 
     job_variables: dict = {"env": dict(pair.split("=", 1) for pair in args.env)} if args.env else {}
@@ -102,8 +93,7 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    # lazy: matplotlib loads only for `report`
     from flows.reporting.report import write_report
 
     out = write_report(Path(args.out), Path(args.data_dir) if args.data_dir else None)
@@ -171,8 +161,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from storage.errors import StoreError
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -15,16 +15,16 @@ within RESTART_WINDOW_S is not restarted again: the supervisor stops everything 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from api.cli.supervisor import Child, Supervisor
+from api.cli.processes import Child, Supervisor, say
+from flows.prefect_api import HOUSEKEEPING, settle_orphaned_runs
 
 RESTART_LIMIT, RESTART_WINDOW_S = 3, 300.0
 # A crash of the key also restarts these (see the module docstring); names are Child.name.
@@ -33,7 +33,7 @@ ORPHAN_REASON = ("the flow runner stopped while this run was executing (it crash
                  "start the job again")
 
 
-def kill_group(child: "Child") -> None:
+def kill_group(child: Child) -> None:
     try:
         os.killpg(child.process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -43,14 +43,12 @@ def kill_group(child: "Child") -> None:
 
 @dataclass
 class ChildRestarts:
-    sup: "Supervisor"
+    sup: Supervisor
     starters: dict[str, Callable[[], None]]  # child name -> start it again (spawn + wait until healthy)
     crashes: dict[str, deque[float]] = field(default_factory=dict)  # child name -> recent crash times
 
-    def handle(self, crashed: "Child") -> bool:
+    def handle(self, crashed: Child) -> bool:
         """Restart `crashed` and the children that go with it; False when the supervisor should give up."""
-        from api.cli.supervisor import say
-
         now = time.monotonic()
         recent = self.crashes.setdefault(crashed.name, deque())
         recent.append(now)
@@ -80,17 +78,10 @@ class ChildRestarts:
         return True
 
 
-def settle_orphans(sup: "Supervisor") -> None:
+def settle_orphans(sup: Supervisor) -> None:
     """Before the embedded runner starts: no runner is alive, so a flow run still Running/Pending is an orphan."""
-    import asyncio
-
-    from api.cli.supervisor import say
-    from flows.prefect_api import HOUSEKEEPING
-
     os.environ.setdefault("PREFECT_HOME", sup.env.get("PREFECT_HOME", ""))  # never touch ~/.prefect from here
     try:
-        from flows.prefect_api import settle_orphaned_runs
-
         crashed = asyncio.run(settle_orphaned_runs(sup.env["PREFECT_API_URL"], ORPHAN_REASON, HOUSEKEEPING))
     except Exception as exc:  # never a reason not to start; housekeeping reconciles later
         say(f"could not check for flow runs left behind by a stopped runner: {type(exc).__name__}: {exc}")

@@ -1,7 +1,7 @@
 """`switchboard serve`: the embedded default. Starts a local Prefect server (unless PREFECT_API_URL names
 one), the store owner (the one process that opens DuckDB), the Litestar API under granian, and the flow runner;
 Ctrl-C stops them in reverse order. `switchboard store` and `switchboard api` start the store owner and the API
-alone, for the production shape (README "Production shape (scale-out)").
+alone, for the production shape (docs/deployment.md).
 
 Children run in their own process groups so that Ctrl-C reaches only this supervisor, which then stops the
 runner first (no new flow runs), then the API (flushes buffered events), then the store owner (checkpoints and
@@ -10,86 +10,18 @@ closes DuckDB), then the Prefect server.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
+from api.cli.processes import Supervisor, free_port, say
+from api.cli.restarts import ChildRestarts, settle_orphans
+from api.restart_rule import apply_restart_rule
 from api.settings import Settings
-
-
-def say(message: str) -> None:
-    print(f"[switchboard] {message}", flush=True)
-
-
-@dataclass
-class Child:
-    name: str
-    process: subprocess.Popen
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def stop(self, timeout: float = 20.0) -> None:
-        if not self.alive():
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            say(f"{self.name} did not stop in {timeout:.0f}s; killing it")
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        except ProcessLookupError:
-            pass
-
-
-@dataclass
-class Supervisor:
-    settings: Settings
-    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
-    children: list[Child] = field(default_factory=list)
-    stopping: bool = False
-
-    def spawn(self, name: str, argv: list[str], log_file: Path | None = None) -> Child:
-        out = open(log_file, "ab") if log_file else None
-        process = subprocess.Popen(argv, env=self.env, start_new_session=True, stdout=out,
-                                   stderr=subprocess.STDOUT if out else None)
-        child = Child(name, process)
-        self.children.append(child)
-        return child
-
-    def wait_healthy(self, child: Child, url: str, timeout: float) -> None:
-        started = time.monotonic()
-        dots = 0
-        while time.monotonic() - started < timeout:
-            if self.stopping:
-                raise SystemExit(f"interrupted while starting {child.name}")
-            if not child.alive():
-                raise SystemExit(f"{child.name} exited with code {child.process.returncode} while starting; "
-                                 f"see {self.settings.layout.logs_dir}")
-            try:
-                if httpx.get(url, timeout=1.0).status_code == 200:
-                    say(f"{child.name} ready in {time.monotonic() - started:.1f}s")
-                    return
-            except httpx.HTTPError:
-                pass
-            dots += 1
-            if dots % 10 == 0:
-                say(f"waiting for {child.name}… {time.monotonic() - started:.0f}s")
-            time.sleep(0.5)
-        raise SystemExit(f"{child.name} did not become healthy within {timeout:.0f}s ({url})")
-
-    def stop_all(self) -> None:
-        for child in reversed(self.children):
-            if child.alive():
-                say(f"stopping {child.name}")
-                child.stop()
+from flows.prefect_api import HOUSEKEEPING
+from storage import owner
+from storage.store import LocalStore
 
 
 def start_prefect(sup: Supervisor, logs: Path) -> None:
@@ -109,14 +41,6 @@ def start_prefect(sup: Supervisor, logs: Path) -> None:
     say(f"Prefect UI: http://127.0.0.1:{port}")
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def store_owner_argv(host: str, port: int) -> list[str]:
     return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", host, "--port",
             str(port), "--workers", "1", "--log-level", "warning", "api.owner_app:create_owner_app"]
@@ -124,8 +48,6 @@ def store_owner_argv(host: str, port: int) -> list[str]:
 
 def start_store(sup: Supervisor, logs: Path) -> None:
     """The store owner, on a free loopback port (embedded: nobody outside this machine needs to reach it)."""
-    from storage import owner
-
     port = free_port()
     sup.env["SWITCHBOARD_STORE_HOST"], sup.env["SWITCHBOARD_STORE_PORT"] = "127.0.0.1", str(port)
     child = sup.spawn("store owner", store_owner_argv("127.0.0.1", port), logs / "store-owner.log")
@@ -147,17 +69,12 @@ def api_argv(host: str, port: int, workers: int) -> list[str]:
 def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
     sup.env["SWITCHBOARD_HOST"], sup.env["SWITCHBOARD_PORT"] = host, str(port)
     child = sup.spawn("API", api_argv(host, port, workers))
-    from storage.owner import reachable_url
-
-    url = reachable_url(host, port)
+    url = owner.reachable_url(host, port)
     sup.wait_healthy(child, f"{url}/internal/health", timeout=60)
     say(f"API: {url}  (OpenAPI: /schema, /schema/openapi.json)")
 
 
 def start_runner(sup: Supervisor, logs: Path) -> None:
-    from api.cli.restarts import settle_orphans
-    from flows.prefect_api import HOUSEKEEPING
-
     if not sup.settings.prefect_api_url:  # our Prefect server, and its one runner is not running now
         settle_orphans(sup)
     # The runner polls Prefect for scheduled runs; its default (10 s) would eat a sixth of the 60 s budget from a
@@ -170,19 +87,14 @@ def start_runner(sup: Supervisor, logs: Path) -> None:
 
 
 def serve(settings: Settings, host: str, port: int) -> int:
-    from api.cli.restarts import ChildRestarts
-    from storage.store import LocalStore
-
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     logs = settings.layout.logs_dir
     logs.mkdir(exist_ok=True)
-    from api.startup import apply_restart_rule
-
     store = LocalStore(settings.db_path)  # migrates, and refuses clearly if another process owns the file
     apply_restart_rule(store)  # the runner starts afresh: flow runs of jobs still open died with the last start
     if store.accounts.count_active_keys() == 0:
-        issued = store.accounts.issue_key("admin", organization_id="admin", tier="enterprise", prompt_optimization=True,
-                                 is_admin=True)
+        issued = store.accounts.issue_key("admin", organization_id="admin", tier="enterprise",
+                                          prompt_optimization=True, is_admin=True)
         say("first start: created an admin API key. It is shown only this once; keep it safe:")
         print(issued.key, flush=True)
     store.close()

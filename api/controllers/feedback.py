@@ -7,9 +7,9 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from api.auth import SECURITY
+from api.dependencies import component
 from api.openapi_docs import error_responses
 from api.schemas.model_select import FeedbackReport, FeedbackResponse
-from api.dependencies import component
 from api.selection.feedback import FeedbackService
 from storage.records import User
 

@@ -13,9 +13,9 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, Parameter
 
 from api.errors import BadRequest, NotFound, Unauthorized
+from storage.errors import StoreError
 from storage.owner_changes import CHANGES_HEADER, ChangeFeed
 from storage.owner_endpoint import OwnerEndpoint
-from storage.errors import StoreError
 
 
 def _check_token(request: Request, owner: OwnerEndpoint) -> None:

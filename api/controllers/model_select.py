@@ -8,9 +8,9 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
 from api.auth import SECURITY
+from api.dependencies import component
 from api.openapi_docs import error_responses
 from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse
-from api.dependencies import component
 from api.selection.service import SelectionService
 from storage.records import User
 

@@ -10,8 +10,13 @@ from api.auth import SECURITY
 from api.dependencies import component
 from api.openapi_docs import error_responses
 from api.preferences import PreferenceService
-from api.schemas.preferences import (PreferenceCreateRequest, PreferenceCreateResponse, PreferenceDeleteResponse,
-                                     PreferenceResponse, UpdatePreferenceBase)
+from api.schemas.preferences import (
+    PreferenceCreateRequest,
+    PreferenceCreateResponse,
+    PreferenceDeleteResponse,
+    PreferenceResponse,
+    UpdatePreferenceBase,
+)
 from storage.records import Preference, User
 
 

@@ -7,11 +7,18 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
 from api.auth import SECURITY
-from api.openapi_docs import error_responses
-from api.schemas.prompt_optimization import (AdaptResponse, AdaptStatusResponse, CostResponse, OptimizationResults,
-                                             OptimizeRequest, OptimizeResponse, OptimizeStatusResponse)
 from api.dependencies import component
+from api.openapi_docs import error_responses
 from api.prompt_optimization.service import PromptOptimizationService
+from api.schemas.prompt_optimization import (
+    AdaptResponse,
+    AdaptStatusResponse,
+    CostResponse,
+    OptimizationResults,
+    OptimizeRequest,
+    OptimizeResponse,
+    OptimizeStatusResponse,
+)
 from storage.records import User
 
 

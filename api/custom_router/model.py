@@ -23,7 +23,7 @@ import numpy as np
 
 from api.custom_router.encoders import Encoder, encoder_for
 from api.custom_router.trees import TreeEnsembles
-from api.routing.features import Featurizer, FeatureVersionMismatch, QueryFeatures
+from api.routing.features import FeatureVersionMismatch, Featurizer, QueryFeatures
 from api.routing.router import Candidate
 
 FORMAT = "switchboard-custom-router/1"

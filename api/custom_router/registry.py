@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from api.custom_router.model import load_custom_router
 from api.errors import ApiError, BadRequest, ServiceUnavailable
 from storage.records import OPEN_JOB_STATUSES, Preference, RouterState
 
@@ -90,8 +91,6 @@ class CustomRouterRegistry:
             self._entries[state.preference_id] = Entry(state, router, error)
 
     def _load(self, path: str) -> tuple["CustomRouter | None", str | None]:
-        from api.custom_router.model import load_custom_router
-
         try:
             return load_custom_router(Path(path), self.featurizer), None
         except Exception as exc:  # a broken artefact must not take the API down; modelSelect says why

@@ -18,8 +18,16 @@ import msgspec
 
 from api.catalogue import Catalogue
 from api.custom_router.encoders import LANGUAGES
+from api.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    NotFound,
+    PayloadTooLarge,
+    RequestTimeout,
+    ServiceUnavailable,
+)
 from api.launcher import TRAIN_CUSTOM_ROUTER, FlowLauncher
-from api.errors import ApiError, BadRequest, Conflict, NotFound, PayloadTooLarge, RequestTimeout, ServiceUnavailable
 from api.schemas.model_select import LLMProvider
 from api.schemas.router_training import TrainCustomRouterForm
 from api.selection.candidates import resolve
@@ -109,7 +117,8 @@ class RouterTrainingService:
                            code="CUSTOM_ROUTER_EXISTS", details={"preference_id": preference_id})
 
     async def _validate_and_store(self, raw: bytes, prompt_column: str, models: list[dict], path: Path) -> int:
-        from api.custom_router import validation  # polars: imported on the first upload only
+        # lazy: polars loads on the first upload, never on modelSelect's path
+        from api.custom_router import validation
 
         def work() -> int:
             dataset = validation.validate(raw, prompt_column, [m["column_prefix"] for m in models])

@@ -14,35 +14,29 @@ from api.errors import Forbidden, NotFound, ServiceUnavailable, TooManyRequests
 from api.launcher import OPTIMIZE_PROMPT, FlowLauncher
 from api.prompt_optimization.usage_log import run_usage
 from api.prompt_optimization.validation import check_access, validate
-from api.schemas.prompt_optimization import (CostResponse, LLMRequestMetric, OptimizationResults, OptimizeRequest,
-                                             OriginResult, TargetResult, UsageRecord)
+from api.schemas.prompt_optimization import (
+    CostResponse,
+    LLMRequestMetric,
+    OptimizationResults,
+    OptimizeRequest,
+    OriginResult,
+    TargetResult,
+    UsageRecord,
+)
 from api.settings import Settings
 from storage.optimization_records import ORIGIN, OptimizationRun
 from storage.records import User
 
 log = logging.getLogger("switchboard.prompt_optimization")
-RESTART_REASON = "interrupted by a service restart before it finished; start the optimization again"
 
 
 def _json(raw: str | None) -> dict | None:
     return json.loads(raw) if raw else None
 
 
-def fail_interrupted_runs(store) -> list[str]:
-    """Start-up rule: runs open when the service starts lost their flow run (the runner restarts with the store;
-    api/startup.py says who applies it)."""
-    failed = store.optimizations.fail_open(RESTART_REASON)
-    if failed:
-        log.warning("%d prompt optimization run(s) were interrupted by the restart and marked failed", len(failed))
-    return failed
-
-
 class PromptOptimizationService:
     def __init__(self, store, catalogue: Catalogue, settings: Settings, launcher: FlowLauncher) -> None:
         self.store, self.catalogue, self.settings, self.launcher = store, catalogue, settings, launcher
-
-    def recover(self) -> list[str]:
-        return fail_interrupted_runs(self.store)
 
     async def start(self, req: OptimizeRequest, user: User) -> str:
         check_access(user)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from storage import events
 
 COLUMNS = ("id, user_id, organization_id, adaptation_run_id, provider, model, input_tokens, output_tokens,"
@@ -14,7 +16,6 @@ COLUMNS = ("id, user_id, organization_id, adaptation_run_id, provider, model, in
 def run_usage(events_dir: Path, run_id: str) -> list[dict[str, Any]]:
     if not events.parts(events_dir, "llm_usage"):
         return []
-    import duckdb
 
     conn = duckdb.connect()  # in-memory: reads Parquet only, never the owned database file
     try:

@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.catalogue import Catalogue
-from api.errors import ApiError, ValidationFailed
+from api.errors import ApiError, Unauthorized, ValidationFailed
 from api.prompt_optimization import templates
-from api.schemas.prompt_optimization import GoldenRecord, OptimizeRequest, RequestProvider
+from api.schemas.prompt_optimization import (
+    GoldenRecord,
+    OptimizeRequest,
+    RequestProvider,
+)
 from storage.records import User
 
 TIER_TARGET_LIMITS = {"free": 1, "starter": 3, "startup": 5, "enterprise": 10}
@@ -178,8 +182,6 @@ def validate(req: OptimizeRequest, user: User, catalogue: Catalogue) -> ValidReq
 
 def check_access(user: User) -> None:
     if not user.prompt_optimization:
-        from api.errors import Unauthorized
-
         raise Unauthorized("this API key's user has no prompt optimization access")
 
 

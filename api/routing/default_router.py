@@ -22,7 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from api.routing.capability import CapabilityPrior, FallbackLine, read_prior
-from api.routing.features import FEATURE_VERSION, Featurizer, FeatureVersionMismatch, QueryFeatures
+from api.routing.features import (
+    FEATURE_VERSION,
+    FeatureVersionMismatch,
+    Featurizer,
+    QueryFeatures,
+)
 from api.routing.router import Candidate
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -140,7 +140,8 @@ def get_encoding(encoding: str = DEFAULT_ENCODING) -> Any:
         enc = _encodings.get(encoding)
         if enc is None:
             _point_tiktoken_at_bundle(encoding)
-            import tiktoken  # imported late so the env var is set before tiktoken reads it
+            # lazy: tiktoken reads its cache dir from the environment at import, so that is set first
+            import tiktoken
 
             enc = tiktoken.get_encoding(encoding)
             _encodings[encoding] = enc

@@ -19,7 +19,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from storage import events
 from storage.event_buffer import EventBuffer
@@ -107,7 +109,6 @@ class SessionLog:
     def _find_flushed(self, session_id: str) -> dict[str, Any] | None:
         if not events.parts(self.events_dir, "sessions"):
             return None
-        import duckdb  # a private in-memory connection: the Parquet files are not in the system-of-record DB
 
         with duckdb.connect() as conn:
             result = conn.execute(
@@ -144,7 +145,6 @@ class SessionLog:
 def _read_feedback(files: list[Path]) -> pa.Table:
     if not files:
         return FEEDBACK_SCHEMA.empty_table()
-    import pyarrow.parquet as pq
 
     table = pa.concat_tables([pq.read_table(f, schema=FEEDBACK_SCHEMA) for f in files])
     return table.sort_by([("created_at", "ascending")])

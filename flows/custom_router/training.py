@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import xgboost as xgb
+from scipy.optimize import minimize
 
 from api.custom_router.model import knn_scores, logit, sigmoid
 
@@ -70,7 +72,6 @@ def fold_ids(prompts: list[str], folds: int) -> np.ndarray:
 def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, intercept_penalty: bool = False,
                  start: np.ndarray | None = None) -> np.ndarray:
     """Soft-label logistic regression, one column of `y` per output, solved jointly: (d + 1, M) weights."""
-    from scipy.optimize import minimize
 
     xa = np.hstack([x, np.ones((len(x), 1))]).astype(np.float64)
     y = np.asarray(y, dtype=np.float64).reshape(len(x), -1)
@@ -126,7 +127,6 @@ def knn_oof(emb: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig,
 def xgb_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig, out_dir: Path,
             log=print) -> np.ndarray:
     """One XGBoost booster per (model, fold), saved as XGBoost JSON; out-of-fold predictions."""
-    import xgboost as xgb
 
     params = {"objective": "reg:logistic", "max_depth": cfg.xgb_depth, "eta": cfg.xgb_eta, "subsample": 0.8,
               "colsample_bytree": cfg.xgb_colsample, "min_child_weight": 10, "max_bin": 32,

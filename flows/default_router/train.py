@@ -26,11 +26,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from api.catalogue import load_catalogue
 from api.routing.capability import FallbackLine, mmlu_to_capability, read_prior
+from api.routing.default_router import DEFAULT_PRIOR_PATH
 from api.routing.features import FEATURE_VERSION, Featurizer, WordPiece
 from flows.default_router.data import STRONG, WEAK, BenchmarkItems, load_all
-from flows.default_router.distill_e5 import DIMS, RIDGE_LAMBDA, corpus_digest, corpus_prompts, distill
+from flows.default_router.distill_e5 import (
+    DIMS,
+    RIDGE_LAMBDA,
+    corpus_digest,
+    corpus_prompts,
+    distill,
+)
 from flows.default_router.irt import IrtHeads, fit_irt, predict_proba
 from flows.default_router.sweep import evaluate_pair
 
@@ -123,7 +132,6 @@ def calibrate_schedule(gaps: np.ndarray, weights: np.ndarray) -> list[float]:
 
 def fit_fallback(prior_path: Path) -> FallbackLine:
     """Least-squares capability ~ 1 + ln(output price) + ln(context) over scored models the catalogue prices."""
-    from api.catalogue import load_catalogue  # training-time only
 
     catalogue = load_catalogue()
     xs, ys = [], []
@@ -166,7 +174,6 @@ def train_default_router(
 ) -> TrainingReport:
     """Train, evaluate on held-out rows and write out_dir/router.json. `seed` is recorded; nothing is random.
     With rebuild_encoder the static embedding is distilled again first (e5_cache: folder caching e5 vectors)."""
-    from threadpoolctl import threadpool_limits
 
     # One BLAS thread: reductions split over several threads change the last digits, and the artefact must
     # reproduce byte for byte on any machine (the flow checks it against the committed one).
@@ -176,8 +183,6 @@ def train_default_router(
 
 def _train(data_dir: Path, out_dir: Path, seed: int, prior_path: Path | None, rebuild_encoder: bool,
            e5_cache: Path | None) -> TrainingReport:
-    from api.routing.default_router import DEFAULT_PRIOR_PATH
-
     prior_path = Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH
     featurizer = ensure_encoder(out_dir, data_dir, rebuild_encoder, e5_cache)
     benchmarks = load_all(data_dir)

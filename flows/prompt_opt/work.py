@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
+from gepa.strategies.instruction_proposal import InstructionProposalSignature
 
+from api.prompt_optimization.templates import fill
 from api.settings import OptimizeSettings
 from flows.prompt_opt import metrics
 from flows.prompt_opt.llm import BilledLM, text_of
-from api.prompt_optimization.templates import fill
 from flows.prompt_opt.program import PromptProgram, internal_name, to_program
 from flows.prompt_opt.usage import CostCeilingExceeded, Ledger
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -108,7 +110,6 @@ def metric_budget(ctx: RunContext, n_val: int) -> int:
 
 def optimize(ctx: RunContext, provider: str, model: str, position: int) -> PromptProgram:
     """GEPA over the caller's program on the train goldens; returns the best program found."""
-    from gepa.strategies.instruction_proposal import InstructionProposalSignature
 
     spec = ctx.spec
     student = to_program(spec.system_prompt, spec.template, spec.fields)

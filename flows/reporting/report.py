@@ -15,7 +15,9 @@ from typing import Any
 
 import duckdb
 
+from api.settings import get_settings
 from flows.reporting import charts
+from storage import analytics
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:960px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:90%}
@@ -99,9 +101,6 @@ def render(conn: duckdb.DuckDBPyConnection, data_dir: Path) -> str:
 
 
 def write_report(out: Path, data_dir: Path | None = None) -> Path:
-    from api.settings import get_settings
-    from storage import analytics
-
     data_dir = data_dir or get_settings().data_dir
     conn = analytics.connect(data_dir)
     try:

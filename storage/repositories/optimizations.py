@@ -13,7 +13,12 @@ import uuid
 
 from storage.database import Database, now
 from storage.errors import StoreError
-from storage.optimization_records import OPTIMIZE_PROMPT, ModelResult, OptimizationRun, OptimizationStart
+from storage.optimization_records import (
+    OPTIMIZE_PROMPT,
+    ModelResult,
+    OptimizationRun,
+    OptimizationStart,
+)
 from storage.records import OPEN_JOB_STATUSES
 
 _RESULT_COLS = ("position, provider, model, result_status, pre_score, pre_evals, post_score, post_evals,"

@@ -13,8 +13,14 @@ import uuid
 
 from storage.database import Database, now
 from storage.errors import StoreError
-from storage.records import (OPEN_JOB_STATUSES, TRAIN_CUSTOM_ROUTER, CustomRouterRecord, Job, RouterState,
-                             TrainingStart)
+from storage.records import (
+    OPEN_JOB_STATUSES,
+    TRAIN_CUSTOM_ROUTER,
+    CustomRouterRecord,
+    Job,
+    RouterState,
+    TrainingStart,
+)
 
 _ROUTER_COLS = "router_id, preference_id, job_id, artefact_path, is_live, created_at"
 

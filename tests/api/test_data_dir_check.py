@@ -76,7 +76,7 @@ def test_cli_serve_checks_before_starting_anything(tmp_path: Path, monkeypatch: 
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr("api.settings._write_probe", full_disk)
-    monkeypatch.setattr("api.cli.supervisor.serve", lambda *a: pytest.fail("serve started on a full disk"))
+    monkeypatch.setattr("api.cli.main.serve", lambda *a: pytest.fail("serve started on a full disk"))
     try:
         with pytest.raises(SystemExit, match="no space left"):
             main(["serve"])

@@ -22,7 +22,7 @@ import pytest
 from notdiamond import NotDiamond
 
 from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
-from api.cli.supervisor import Child
+from api.cli.processes import Child
 from tests.support.service import BIN, free_port
 from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
 

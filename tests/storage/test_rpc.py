@@ -21,7 +21,7 @@ import httpx
 import msgspec
 import pytest
 
-from api.cli.supervisor import free_port
+from api.cli.processes import free_port
 from storage import owner
 from storage.keys import hash_key
 from storage.records import ApiKeyInfo, IssuedKey, Job, Preference, PreferenceChanges

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from api.cli.supervisor import Child, free_port
+from api.cli.processes import Child, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -1,0 +1,92 @@
+"""The supervisor's view of its children: start one in its own process group, wait until it is healthy, stop
+them all in reverse order. Shared by `switchboard serve` (api/cli/supervisor.py) and its restart policy
+(api/cli/restarts.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from api.settings import Settings
+
+
+def say(message: str) -> None:
+    print(f"[switchboard] {message}", flush=True)
+
+
+@dataclass
+class Child:
+    name: str
+    process: subprocess.Popen
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if not self.alive():
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            say(f"{self.name} did not stop in {timeout:.0f}s; killing it")
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        except ProcessLookupError:
+            pass
+
+
+@dataclass
+class Supervisor:
+    settings: Settings
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    children: list[Child] = field(default_factory=list)
+    stopping: bool = False
+
+    def spawn(self, name: str, argv: list[str], log_file: Path | None = None) -> Child:
+        out = open(log_file, "ab") if log_file else None
+        process = subprocess.Popen(argv, env=self.env, start_new_session=True, stdout=out,
+                                   stderr=subprocess.STDOUT if out else None)
+        child = Child(name, process)
+        self.children.append(child)
+        return child
+
+    def wait_healthy(self, child: Child, url: str, timeout: float) -> None:
+        started = time.monotonic()
+        dots = 0
+        while time.monotonic() - started < timeout:
+            if self.stopping:
+                raise SystemExit(f"interrupted while starting {child.name}")
+            if not child.alive():
+                raise SystemExit(f"{child.name} exited with code {child.process.returncode} while starting; "
+                                 f"see {self.settings.layout.logs_dir}")
+            try:
+                if httpx.get(url, timeout=1.0).status_code == 200:
+                    say(f"{child.name} ready in {time.monotonic() - started:.1f}s")
+                    return
+            except httpx.HTTPError:
+                pass
+            dots += 1
+            if dots % 10 == 0:
+                say(f"waiting for {child.name}… {time.monotonic() - started:.0f}s")
+            time.sleep(0.5)
+        raise SystemExit(f"{child.name} did not become healthy within {timeout:.0f}s ({url})")
+
+    def stop_all(self) -> None:
+        for child in reversed(self.children):
+            if child.alive():
+                say(f"stopping {child.name}")
+                child.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
