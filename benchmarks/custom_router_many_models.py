@@ -1,6 +1,6 @@
 """A custom router over 11 models with real price differences, trained and routed through the HTTP API.
 
-    .venv/bin/python benchmarks/custom_router_many_models.py
+    .venv/bin/python -m benchmarks.custom_router_many_models
 
 Data: AlpacaEval 2.0 per-instruction judge preferences (tatsu-lab/alpaca_eval, CC BY-NC 4.0, see
 ../shared/data/alpaca_eval/README.md): for each of 805 instructions, the GPT-4-Turbo judge's probability that a
@@ -24,18 +24,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from flows.default_router.data import fold_of  # noqa: E402
-from benchmarks.custom_router_common import (SHARED, csv_of, route, serve, training_metrics, upload,  # noqa: E402
-                                             wait_ready)
+from benchmarks.custom_router_common import SHARED, csv_of, route, serve, training_metrics, upload, wait_ready
+from flows.default_router.data import fold_of
 
 # AlpacaEval model -> catalogue entry whose price it gets (input, output USD per million tokens).
 PRICED_AS = {

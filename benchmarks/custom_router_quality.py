@@ -1,6 +1,6 @@
 """Custom router quality on RouteLLM's MMLU and GSM8K, trained and routed through the HTTP API.
 
-    .venv/bin/python benchmarks/custom_router_quality.py [--only mmlu|gsm8k] [--language english|multilingual]
+    .venv/bin/python -m benchmarks.custom_router_quality [--only mmlu|gsm8k] [--language english|multilingual]
 
 For each benchmark: build the upload CSV from ../shared/data/routellm (contaminated rows dropped) in the spec's
 layout (`prompt`, `openai/gpt-4-1106-preview/score|response`, `togetherai/mistralai/Mixtral-8x7B-Instruct-v0.1/
@@ -21,21 +21,15 @@ the rest; MMLU's 11,2xx training rows exceed the 10,000-row upload limit, so a f
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from flows.evaluation import (closed_at_strong, curve_from_choices, oracle_curve, random_curve,  # noqa: E402
-                                    summarize)
-from flows.default_router.data import load_gsm8k, load_mmlu  # noqa: E402
-from benchmarks.custom_router_common import (SHARED, csv_of, route, serve, training_metrics, upload,  # noqa: E402
-                                             wait_ready)
+from benchmarks.custom_router_common import SHARED, csv_of, route, serve, training_metrics, upload, wait_ready
+from flows.default_router.data import load_gsm8k, load_mmlu
+from flows.evaluation import closed_at_strong, curve_from_choices, oracle_curve, random_curve, summarize
 
 GPT4 = {"provider": "openai", "model": "gpt-4-1106-preview"}
 MIXTRAL = {"provider": "togetherai", "model": "mistralai/Mixtral-8x7B-Instruct-v0.1"}

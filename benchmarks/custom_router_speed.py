@@ -1,6 +1,6 @@
 """From upload to a live router: 10,000 rows x 10 models through POST /v2/pzn/trainCustomRouter.
 
-    .venv/bin/python benchmarks/custom_router_speed.py
+    .venv/bin/python -m benchmarks.custom_router_speed
 
 Starts a real `switchboard serve` (Prefect server, flow runner, API) on a temp data dir, uploads a 10,000-row CSV
 with 10 catalogue models, and polls modelSelect with the new preference every 0.25 s until it stops answering
@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from flows.default_router.data import load_mmlu  # noqa: E402
-from benchmarks.custom_router_common import SHARED, csv_of, serve, training_metrics, upload  # noqa: E402
+from benchmarks.custom_router_common import SHARED, csv_of, serve, training_metrics, upload
+from flows.default_router.data import load_mmlu
 
 MODELS = [("openai", "gpt-4o"), ("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5-20250929"),
           ("anthropic", "claude-haiku-4-5-20251001"), ("google", "gemini-2.5-pro"), ("google", "gemini-2.5-flash"),

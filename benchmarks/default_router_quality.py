@@ -1,6 +1,6 @@
 """Offline quality benchmark of the committed default router (RouteLLM's APGR / CPT on held-out rows).
 
-    python benchmarks/default_router_quality.py [--data ../shared/data/routellm] [--json out.json]
+    .venv/bin/python -m benchmarks.default_router_quality [--data ../shared/data/routellm] [--json out.json]
 
 Routes every held-out prompt between gpt-4-1106-preview and Mixtral-8x7B with the real policy at
 cost_quality_tradeoff = 0..10 (11 operating points), and prints APGR, CPT(50%), CPT(80%) per benchmark beside the
@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from api.routing.default_router import load_default_router  # noqa: E402
-from api.routing.router import Candidate  # noqa: E402
-from flows.default_router.data import load_all  # noqa: E402
-from flows.default_router.sweep import STRONG_PRICE, WEAK_PRICE, evaluate_pair  # noqa: E402
+from api.routing.default_router import load_default_router
+from api.routing.router import Candidate
+from flows.default_router.data import load_all
+from flows.default_router.sweep import STRONG_PRICE, WEAK_PRICE, evaluate_pair
 
 TARGETS = {"mt_bench": 0.62, "mmlu": 0.60, "gsm8k": 0.62}
 PAIR = [

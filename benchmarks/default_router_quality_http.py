@@ -1,6 +1,6 @@
 """Quality of the default router through the HTTP API, the way RouteLLM measures it.
 
-    .venv/bin/python benchmarks/default_router_quality_http.py
+    .venv/bin/python -m benchmarks.default_router_quality_http
 
 Starts the real API, and for every held-out prompt (MMLU and GSM8K rows with sha256(prompt) % 5 == 0, never
 trained on; every clean MT-Bench question, a benchmark the router never trains on) asks modelSelect to choose
@@ -21,10 +21,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from flows.evaluation import curve_from_choices, oracle_curve, random_curve, summarize  # noqa: E402
-from flows.default_router.data import load_all  # noqa: E402
-from tests.support.service import running_api  # noqa: E402
+from flows.default_router.data import load_all
+from flows.evaluation import curve_from_choices, oracle_curve, random_curve, summarize
+from tests.support.service import running_api
 
 STRONG = {"provider": "openai", "model": "gpt-4-1106-preview"}
 WEAK = {"provider": "togetherai", "model": "mistralai/Mixtral-8x7B-Instruct-v0.1"}

@@ -35,13 +35,12 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from benchmarks.routing_latency import CANDIDATES, LUA, to_ms  # noqa: E402
-from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes  # noqa: E402
-from tests.support.service import Service, free_port, start_service, tree_rss_mb  # noqa: E402
-from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens  # noqa: E402
+from benchmarks.routing_latency import CANDIDATES, LUA, to_ms
+from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
+from tests.support.service import Service, free_port, start_service, tree_rss_mb
+from tests.support.synthetic import LLM_PROVIDERS, csv_bytes
 
 CONNECTIONS = 8
 # Pacing and 5xx counting on top of the routing benchmark's request generator (one wrk thread).

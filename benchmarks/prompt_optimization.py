@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -26,11 +25,10 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from tests.support.service import free_port, start_service  # noqa: E402
-from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens  # noqa: E402
+from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
+from tests.support.service import free_port, start_service
 
 TARGETS = [{"provider": "openai", "model": "gpt-4o-mini"}, {"provider": "anthropic", "model": "claude-haiku-4-5"},
            {"provider": "google", "model": "gemini-2.5-flash"}]
@@ -90,8 +88,9 @@ def main() -> None:
         service.stop()
         fake.stop()
 
-    from api.prompt_optimization.usage_log import run_usage  # the Parquet log, with role and latency columns
     import duckdb
+
+    from api.prompt_optimization.usage_log import run_usage  # the Parquet log, with role and latency columns
 
     conn = duckdb.connect()
     rows = conn.execute(

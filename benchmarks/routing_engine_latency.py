@@ -1,6 +1,6 @@
 """Routing-engine latency: microseconds per decision, in process, no HTTP.
 
-    python benchmarks/routing_engine_latency.py [--n 2000] [--chars 2000] [--candidates 10]
+    .venv/bin/python -m benchmarks.routing_engine_latency [--n 2000] [--chars 2000] [--candidates 10]
 
 One decision = routing text -> features (static embedding + hand features) -> default router scores for 10
 catalogue-style candidates -> cost estimate -> policy choice. Token counting (needed for context-window
@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from api.routing import policy  # noqa: E402
-from api.routing.default_router import load_default_router  # noqa: E402
-from api.routing.router import Candidate  # noqa: E402
-from api.routing.text import count_tokens  # noqa: E402
+from api.routing import policy
+from api.routing.default_router import load_default_router
+from api.routing.router import Candidate
+from api.routing.text import count_tokens
 
 CANDIDATES = [
     Candidate("openai", "gpt-4o", 2.5, 10.0, 128000),

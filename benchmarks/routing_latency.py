@@ -1,6 +1,6 @@
 """Latency and throughput of modelSelect over HTTP on loopback, driven by wrk (a native load generator).
 
-    make bench-latency            # or: .venv/bin/python benchmarks/routing_latency.py --duration 30
+    make bench-latency            # or: .venv/bin/python -m benchmarks.routing_latency --duration 30
 
 Starts the real API (granian, one worker) on a temp data dir, then wrk with 8 connections sends modelSelect
 requests with 10 candidates and a ~2,000-character prompt that varies per request (Lua hooks). Prints p50/p99
@@ -17,12 +17,10 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.service import running_api, tree_rss_mb  # noqa: E402
+from tests.support.service import running_api, tree_rss_mb
 
 CANDIDATES = [("openai", "gpt-4o"), ("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5-20250929"),
               ("anthropic", "claude-haiku-4-5-20251001"), ("google", "gemini-2.5-pro"), ("google", "gemini-2.5-flash"),

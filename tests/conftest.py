@@ -1,4 +1,4 @@
-"""Test-wide set-up. The environment is fixed before any project module is imported (house rule 7)."""
+"""Test-wide set-up. The environment is fixed before any project module is imported (docs/architecture.md, rule 7)."""
 
 from __future__ import annotations
 

@@ -8,10 +8,10 @@ import os
 import signal
 import time
 
+from api.cli.processes import Supervisor
 from api.cli.restarts import RESTART_LIMIT, ChildRestarts
 from api.settings import get_settings
-from api.cli.processes import Supervisor
-from tests.processes import alive
+from tests.support.processes import alive
 
 
 def test_crashed_children_restart_with_their_dependents_only(tmp_path) -> None:

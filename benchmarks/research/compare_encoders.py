@@ -19,14 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from flows.evaluation import summarize, threshold_curve
 from api.routing.features import Featurizer, StaticEmbedding, hand_features
+from benchmarks.research.crossval import gated_design
 from flows.default_router.data import load_all
 from flows.default_router.irt import fit_irt, predict_proba
-from benchmarks.research.crossval import gated_design
 from flows.default_router.train import GSM8K_WEIGHT, training_capabilities
+from flows.evaluation import summarize, threshold_curve
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _hashing() -> Callable[[list[str]], np.ndarray]:

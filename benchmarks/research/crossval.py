@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from flows.evaluation import summarize, threshold_curve
 from api.routing.features import StaticEmbedding, WordPiece, hand_features, numeric_gate
 from flows.default_router.data import load_all
 from flows.default_router.distill_e5 import (
@@ -31,8 +30,9 @@ from flows.default_router.distill_e5 import (
 )
 from flows.default_router.irt import fit_irt, predict_proba
 from flows.default_router.train import GSM8K_WEIGHT, L2, L2_GATED, training_capabilities
+from flows.evaluation import summarize, threshold_curve
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 ARTEFACT = REPO / "datasets" / "default_router"
 
 

@@ -70,8 +70,8 @@ def seeded(prefect_harness, tmp_path_factory) -> Iterator[Seeded]:
     # Reused, not copied: the flow tests' own set-up, which stores what the API would before a flow starts.
     from flows.optimize_prompt import optimize_prompt
     from flows.train_custom_router import train_custom_router
-    from tests.flows.test_optimize_prompt import start_run
-    from tests.flows.test_train_custom_router import prepare
+    from tests.support.custom_training import prepare
+    from tests.support.optimization import start_run
 
     data_dir = tmp_path_factory.mktemp("analytics") / "data"
     with pytest.MonkeyPatch.context() as mp:  # undone before the tests run: they get the path, not the env

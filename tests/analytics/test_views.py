@@ -10,10 +10,9 @@ import httpx
 import pytest
 
 from api.cli.main import main
-from storage import analytics
-from storage import owner
+from storage import analytics, owner
 from storage.store import LocalStore
-from tests.storage.test_rpc import ApiServer
+from tests.support.api_server import ApiServer
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,11 @@ import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
-from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
-                                               status_code_conformance)
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from tests.support.fakes.launcher import FakeLauncher
 

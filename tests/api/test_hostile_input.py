@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 
 from flows.prompt_opt import metrics
-from tests.api.test_auth_and_errors import assert_envelope, assert_validation_body
+from tests.support.envelopes import assert_envelope, assert_validation_body
 from tests.support.fakes.launcher import FakeLauncher
-from tests.custom_router.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
-from tests.prompt_optimization.conftest import body as optimize_body
+from tests.support.optimization import body as optimize_body
+from tests.support.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
 
 SELECT = "/v2/modelRouter/modelSelect"
 TRAIN = "/v2/pzn/trainCustomRouter"
@@ -201,7 +201,7 @@ ID_ROUTES = [("delete", "/v2/preferences/userPreferenceDelete/{}", "PREFERENCE_N
 
 
 def test_path_trick_table_covers_every_public_route_with_a_path_parameter(client):
-    from tests.api.test_isolation import public_routes_with_path_parameters
+    from tests.support.routes import public_routes_with_path_parameters
 
     assert {path.replace("{}", "") for _, path, _ in ID_ROUTES} == {
         p.split("{")[0] + p.split("}")[1] for p in public_routes_with_path_parameters(client.app)}

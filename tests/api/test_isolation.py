@@ -1,4 +1,4 @@
-"""Tenant isolation: for every endpoint that takes an id, another user's id gets the status SPEC.md gives (404, or
+"""Tenant isolation: for every endpoint that takes an id, another user's id gets the status the /v2 interface gives (404, or
 403 RUN_ID_NOT_OWNED where the spec names it), never the other user's data. The owner gets 200 on the same call,
 so a refusal is about ownership and not a broken request.
 
@@ -14,10 +14,11 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.api.test_auth_and_errors import assert_envelope
+from tests.support.envelopes import assert_envelope
 from tests.support.fakes.launcher import FakeLauncher
-from tests.custom_router.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
-from tests.prompt_optimization.conftest import body as optimize_body
+from tests.support.optimization import body as optimize_body
+from tests.support.routes import public_routes_with_path_parameters
+from tests.support.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
 
 PROVIDERS = [{"provider": p, "model": m} for p, m in MODELS]
 NOT_FOUND = (404, "not_found_error")
@@ -80,12 +81,6 @@ MATRIX = [
 ]
 # Ids in bodies that link rather than look up: the caller's own record stores them, nothing is read back.
 LINK_ONLY = {("modelSelect", "previous_session")}
-
-
-def public_routes_with_path_parameters(app) -> set[str]:
-    """The API's own routes (/v2, in the OpenAPI document): not the docs' /schema/{path} nor /internal."""
-    return {route.path for route in app.routes if route.path.startswith("/v2/") and route.path_parameters
-            and any(h.include_in_schema for h in getattr(route, "route_handlers", []))}
 
 
 def operations_with_body_ids(openapi: dict) -> set[tuple[str, str]]:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from api.errors import TooManyRequests
 from api.rate_limit import JOBS, SELECT, Limit, RateLimiter
 from api.settings import get_settings, reset_settings
-from tests.api.test_auth_and_errors import assert_envelope
+from tests.support.envelopes import assert_envelope
 
 CREATE = "/v2/preferences/userPreferenceCreate"
 SELECT_PATH = "/v2/modelRouter/modelSelect"
@@ -61,17 +59,6 @@ def test_bucket_table_is_bounded():
     for i in range(1000):
         limiter.check(f"key-{i}", JOBS, now=0.0)
     assert len(limiter._buckets) <= 100
-
-
-def test_check_is_cheap():
-    """O(1) and lock-free: far below a microsecond budget that would show in modelSelect's latency."""
-    limiter = RateLimiter({SELECT: Limit(10**9, 10**9)})
-    n = 50_000
-    started = time.perf_counter()
-    for _ in range(n):
-        limiter.check("k", SELECT)
-    per_call = (time.perf_counter() - started) / n
-    assert per_call < 20e-6, per_call  # ~1 µs on an idle core; generous for a busy shared machine
 
 
 def test_settings_read_the_environment(data_dir, monkeypatch):

@@ -16,7 +16,7 @@ from storage.keys import hash_key
 from storage.store import LocalStore
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.fakes.provider import fake_provider
-from tests.flows.test_optimize_prompt import start_run, stored
+from tests.support.optimization import start_run, stored
 
 CREATE = "/v2/preferences/userPreferenceCreate"
 PROVIDER_SECRETS = {"SWITCHBOARD_LLM_API_KEY": "sk-canary-LLM-5f1b8e0c9d",

@@ -12,15 +12,13 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import msgspec
 import pytest
 
-from api.catalogue import Catalogue, CatalogueModel, UnknownProviderError, load_catalogue
+from api.catalogue import Catalogue, CatalogueModel, UnknownProviderError, litellm_source, load_catalogue
 from api.catalogue import catalogue as catalogue_module
-from api.catalogue import litellm_source
 from api.catalogue.providers import PROVIDERS_BY_NAME
 
 TODAY = datetime.date(2026, 11, 21)
@@ -259,20 +257,14 @@ def test_catalogue_model_is_a_frozen_struct_that_encodes(cat):
     assert encoded["deprecation_date"] == "2026-10-23"
 
 
-def test_load_is_fast_and_offline(monkeypatch):
+def test_load_is_offline_and_reuses_parsed_models(monkeypatch):  # how fast: benchmarks/startup_costs.py
     def no_network(*args, **kwargs):
         raise AssertionError("the catalogue must not touch the network")
 
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(socket, "create_connection", no_network)
     catalogue_module._matched_models.cache_clear()
-    started = time.perf_counter()
     fresh = load_catalogue(TODAY)
-    elapsed = time.perf_counter() - started
     assert len(fresh) > 150
-    assert elapsed < 0.15, f"cold catalogue load took {elapsed * 1000:.0f} ms"
-    # later loads reuse the parsed models
-    started = time.perf_counter()
-    again = load_catalogue(datetime.date(2027, 1, 1))
-    assert time.perf_counter() - started < 0.05
+    again = load_catalogue(datetime.date(2027, 1, 1))  # later loads reuse the parsed models
     assert again.get("openai", "gpt-4o") is fresh.get("openai", "gpt-4o")

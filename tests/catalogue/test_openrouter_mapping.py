@@ -11,8 +11,7 @@ import datetime
 
 import pytest
 
-from api.catalogue import Catalogue, CatalogueModel, load_catalogue
-from api.catalogue import openrouter
+from api.catalogue import Catalogue, CatalogueModel, load_catalogue, openrouter
 
 TODAY = datetime.date(2026, 11, 21)
 

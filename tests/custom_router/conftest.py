@@ -1,4 +1,4 @@
-"""Router-training tests over HTTP: the real app with a fake flow launcher (house rule 8: a fake with the real
+"""Router-training tests over HTTP: the real app with a fake flow launcher (docs/architecture.md, rule 8: a fake with the real
 interface and a history to assert on, instead of mock.patch)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
 from tests.support.fakes.launcher import FakeLauncher
+from tests.support.synthetic import LLM_PROVIDERS, csv_bytes
 
 TRAIN = "/v2/pzn/trainCustomRouter"
 SELECT = "/v2/modelRouter/modelSelect"
@@ -37,8 +37,3 @@ def upload(client, launcher) -> Callable[..., Any]:
     return post
 
 
-def error(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.text
-    body = response.json()["error"]
-    assert body["code"] == code, body
-    return body

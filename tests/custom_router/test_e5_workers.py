@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from api.custom_router.encoders import E5Model
-from tests.processes import alive
+from tests.support.processes import alive
 
 
 def test_worker_processes_give_the_vectors_of_one_process_in_order():

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from api.custom_router import encoders
-from flows.custom_router import training
 from api.custom_router.model import sigmoid
+from flows.custom_router import training
 
 
 def test_small_english_uploads_get_e5_and_large_ones_stay_static():

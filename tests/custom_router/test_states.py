@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from litestar.testing import TestClient
 
-from tests.custom_router.conftest import SELECT, error
+from tests.support.envelopes import error
 from tests.support.fakes.launcher import FakeLauncher
-from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
+from tests.support.routes import SELECT
+from tests.support.synthetic import LLM_PROVIDERS, csv_bytes
 
 PAIR = [{"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model": "gpt-4o-mini"}]
 

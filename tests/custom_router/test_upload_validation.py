@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from tests.custom_router.conftest import error
-from tests.custom_router.synthetic import csv_bytes
+from tests.support.envelopes import error
+from tests.support.synthetic import csv_bytes
 
 HEADER = b"prompt,openai/gpt-4o/score,openai/gpt-4o/response,openai/gpt-4o-mini/score,openai/gpt-4o-mini/response\n"
 

@@ -8,8 +8,8 @@ import httpx
 import pytest
 from notdiamond import NotDiamond
 
-from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
 from tests.support.service import Service
+from tests.support.synthetic import LLM_PROVIDERS, csv_bytes
 
 pytestmark = pytest.mark.e2e
 DEAR, CHEAP = {"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model": "gpt-4o-mini"}

@@ -18,14 +18,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
-from tests.support.service import Service, free_port, start_service
 from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
+from tests.support.service import Service, free_port, start_service
+from tests.support.synthetic import LLM_PROVIDERS, csv_bytes
 
 pytestmark = pytest.mark.e2e
 CANDIDATES = [{"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model": "gpt-4o-mini"}]
 T0 = time.monotonic()
-BUFFER_WINDOW_S = 1.0  # README "Sessions, privacy and durability": decisions younger than this may be lost
+BUFFER_WINDOW_S = 1.0  # docs/routing.md, "Sessions, privacy and durability": decisions younger than this may be lost
 
 
 def wait_for(what: str, check: Callable[[], object], timeout: float, every: float = 0.5):

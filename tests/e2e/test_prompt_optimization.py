@@ -8,8 +8,8 @@ import time
 import pytest
 from notdiamond import NotDiamond
 
-from tests.support.service import Service
 from tests.support.fakes.openai_server import OBEY_PHRASE, FakeOpenAI, capital_goldens, teach_goldens
+from tests.support.service import Service
 
 pytestmark = pytest.mark.e2e
 

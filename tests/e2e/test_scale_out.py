@@ -21,10 +21,10 @@ import httpx
 import pytest
 from notdiamond import NotDiamond
 
-from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
 from api.cli.processes import Child
-from tests.support.service import BIN, free_port
 from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens, teach_goldens
+from tests.support.service import BIN, free_port
+from tests.support.synthetic import LLM_PROVIDERS, csv_bytes
 
 pytestmark = pytest.mark.e2e
 POOL = "e2e-process-pool"

@@ -12,59 +12,17 @@ import pytest
 
 from api.settings import get_settings, reset_settings
 from storage.optimization_records import ORIGIN
-from storage.store import LocalStore
-from tests.support.fakes.openai_server import OBEY_PHRASE, FakeOpenAI, capital_goldens, teach_goldens
+from tests.support.fakes.openai_server import OBEY_PHRASE, FakeOpenAI
 from tests.support.fakes.provider import fake_provider
+from tests.support.optimization import TEMPLATE, start_run, stored
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-TEMPLATE = "Answer the question.\nQuestion: {question}"
 
 
 @pytest.fixture
 def fake_llm(data_dir, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
     with fake_provider(monkeypatch, retries=1) as fake:
         yield fake
-
-
-def start_run(targets: list[tuple[str, str]], origin: tuple[str, str] | None = ("openai", "gpt-4o"),
-              fake: FakeOpenAI | None = None, as_json: bool = False, **extra) -> str:
-    """What POST /v2/prompt/optimize stores (validated the same way); the flow then opens the file itself."""
-    from api.catalogue import load_catalogue
-    from api.prompt_optimization.validation import validate
-    from api.schemas.prompt_optimization import OptimizeRequest
-    import json
-    import msgspec
-
-    train, test = capital_goldens(25, as_json=as_json), capital_goldens(8, start=25, as_json=as_json)
-    if fake is not None:
-        teach_goldens(fake, train + test)
-    request = msgspec.convert({
-        "system_prompt": "You are a geography assistant.", "template": TEMPLATE, "fields": ["question"],
-        "train_goldens": train, "test_goldens": test,
-        "target_models": [{"provider": p, "model": m} for p, m in targets],
-        "origin_model": {"provider": origin[0], "model": origin[1]} if origin else None, **extra}, OptimizeRequest)
-    store = LocalStore(get_settings().db_path)
-    try:
-        user = store.accounts.issue_key("alice", tier="enterprise", prompt_optimization=True).user
-        valid = validate(request, user, load_catalogue())
-        run = store.optimizations.start(user.user_id, user.organization_id, json.dumps(valid.spec),
-                                       valid.evaluation_metric, valid.evaluation_config, False,
-                                       valid.spec["origin"], valid.spec["targets"]).run
-        assert run is not None
-        store.jobs.mark_queued(run.run_id, "flow-run")
-    finally:
-        store.close()
-    return run.run_id
-
-
-def stored(run_id: str):
-    from api.prompt_optimization.usage_log import run_usage
-
-    store = LocalStore(get_settings().db_path)
-    try:
-        return store.optimizations.get(run_id), run_usage(get_settings().events_dir, run_id)
-    finally:
-        store.close()
 
 
 def test_optimization_improves_scores_and_costs_add_up(fake_llm):

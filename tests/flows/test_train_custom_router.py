@@ -11,37 +11,12 @@ from litestar.testing import TestClient
 
 from api.settings import get_settings
 from storage.store import LocalStore
-from tests.custom_router.synthetic import LLM_PROVIDERS, csv_bytes
+from tests.support.custom_training import prepare
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SELECT = "/v2/modelRouter/modelSelect"
 MATH = "Compute 31 * 47 + 512 and then divide the result by 7. Show the arithmetic step by step."
 TRIVIA = "Which bridge is famous for being historic? Answer with one short sentence about Japan."
-
-
-def prepare(rows: int = 60, language: str = "english") -> tuple[dict, str]:
-    """What the upload controller does: validate, write Parquet, create the preference and the job."""
-    from api.catalogue import load_catalogue
-    from api.custom_router import validation
-    from api.custom_router.submission import resolve_models
-
-    settings = get_settings()
-    models = resolve_models(LLM_PROVIDERS, load_catalogue())
-    dataset = validation.validate(csv_bytes(rows), "prompt", [m["column_prefix"] for m in models])
-    path = settings.data_dir / "uploads" / "d.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    dataset.frame.write_parquet(path)
-    store = LocalStore(settings.db_path)
-    try:
-        key = store.accounts.issue_key("alice").key
-        pref = store.preferences.create("alice", "custom")
-        start = store.routers.start_training("alice", pref.preference_id, str(path), language, True,
-                                            json.dumps(models), dataset.rows)
-    finally:
-        store.close()  # the flow opens the file itself (no owner process in this test)
-    params = {"job_id": start.job.job_id, "preference_id": pref.preference_id, "dataset_path": str(path),
-              "language": language, "maximize": True, "models": models}
-    return params, key
 
 
 def test_flow_publishes_a_router_that_model_select_uses(data_dir, monkeypatch):

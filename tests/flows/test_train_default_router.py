@@ -40,11 +40,11 @@ def test_flow_rebuilds_the_encoder_from_data_and_reproduces_it(prefect_harness, 
     from flows.default_router.data import load_all
     from flows.default_router.distill_e5 import corpus_digest, corpus_prompts
     from flows.train_default_router import train_default_router_flow
-    from tests.routing.test_training import _tiny_routellm
+    from tests.support.routellm import tiny_routellm
 
     data = tmp_path / "routellm"
     data.mkdir()
-    _tiny_routellm(data)
+    tiny_routellm(data)
     cache = tmp_path / "e5"
     cache.mkdir()
     corpus = corpus_prompts(load_all(data))

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
-from tests.support.fakes.openai_server import FakeOpenAI, capital_goldens
 from tests.support.fakes.launcher import FakeLauncher
+from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.fakes.provider import fake_provider
-
-OPTIMIZE = "/v2/prompt/optimize"
 
 
 @pytest.fixture
@@ -26,13 +23,6 @@ def fake_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
     """The fake server, with every provider's base URL pointed at it (SWITCHBOARD_LLM_API_BASE)."""
     with fake_provider(monkeypatch, retries=2) as fake:
         yield fake
-
-
-def body(n_train: int = 25, n_test: int = 5, **extra: Any) -> dict[str, Any]:
-    return {"system_prompt": "You are a geography assistant.", "template": "Question: {question}",
-            "fields": ["question"], "train_goldens": capital_goldens(n_train),
-            "test_goldens": capital_goldens(n_test, start=n_train),
-            "target_models": [{"provider": "openai", "model": "gpt-4o-mini"}], **extra}
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from api.settings import get_settings
 from flows.prompt_opt.usage import Ledger
 from storage import events
 from storage.optimization_records import ModelResult
-from tests.support.fakes.openai_server import capital_goldens
 from tests.support.fakes.launcher import FakeLauncher
-from tests.prompt_optimization.conftest import OPTIMIZE, body
+from tests.support.fakes.openai_server import capital_goldens
+from tests.support.optimization import OPTIMIZE, body
 
 pytestmark = pytest.mark.usefixtures("launcher")
 
@@ -227,8 +227,9 @@ def test_results_and_costs_read_what_the_flow_stored(client, optimizer_headers):
 
 
 def test_restart_fails_open_runs(client, optimizer_headers, data_dir):
-    from api.app import create_app
     from litestar.testing import TestClient
+
+    from api.app import create_app
 
     h = optimizer_headers()
     run_id = client.post(OPTIMIZE, headers=h, json=body()).json()["optimization_run_id"]

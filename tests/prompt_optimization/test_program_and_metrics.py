@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from api.prompt_optimization.templates import placeholders
 from api.settings import get_settings
 from flows.prompt_opt import metrics
-from api.prompt_optimization.templates import placeholders
 from flows.prompt_opt.program import to_program, to_prompt
 from flows.prompt_opt.usage import CostCeilingExceeded, Ledger
 from tests.support.fakes.openai_server import OBEY_PHRASE, capital_goldens, teach_goldens
@@ -31,7 +31,7 @@ def test_program_round_trip_keeps_the_callers_placeholders():
 def test_program_state_saves_as_json(tmp_path):
     program = to_program("Be precise.", "Q: {question}", ["question"])
     path = tmp_path / "program.json"
-    program.save(str(path))  # DSPy JSON state, never a pickle (house rule 5)
+    program.save(str(path))  # DSPy JSON state, never a pickle (docs/architecture.md, rule 5)
     assert json.loads(path.read_text())["respond"]["signature"]["instructions"] == "Be precise."
 
 

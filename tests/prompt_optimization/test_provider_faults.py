@@ -60,7 +60,7 @@ def test_a_provider_that_stays_down_or_hangs_raises_after_the_retries(lm, fake_l
 @pytest.mark.usefixtures("prefect_harness")
 def test_unreachable_targets_fail_alone_with_the_reason(data_dir, fake_llm: FakeOpenAI, monkeypatch) -> None:
     from flows.optimize_prompt import optimize_prompt
-    from tests.flows.test_optimize_prompt import start_run, stored
+    from tests.support.optimization import start_run, stored
 
     monkeypatch.setenv("SWITCHBOARD_LLM_TIMEOUT_S", "3")  # generous: the healthy target must never time out
     monkeypatch.setenv("SWITCHBOARD_LLM_RETRIES", "1")

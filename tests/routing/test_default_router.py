@@ -2,7 +2,6 @@
 
 import json
 import shutil
-import time
 
 import numpy as np
 import pytest
@@ -21,10 +20,8 @@ def router():
     return load_default_router()
 
 
-def test_loads_quickly_and_is_a_router():
-    started = time.perf_counter()
+def test_loads_and_is_a_router():  # how fast: benchmarks/startup_costs.py
     r = load_default_router()
-    assert time.perf_counter() - started < 2.0  # a few hundred ms on the 2-core machine; slack for CI noise
     assert isinstance(r, Router)
     assert r.spec["feature_version"] == FEATURE_VERSION
     assert len(r.schedule) == 11 and r.schedule[0] == 0.0 and r.schedule[-1] == float("inf")

@@ -18,7 +18,7 @@ from flows.default_router.distill_e5 import (
     ridge_token_vectors,
 )
 from flows.default_router.train import build_encoder
-from tests.routing.test_training import _tiny_routellm
+from tests.support.routellm import tiny_routellm
 
 
 def _tokenizer() -> WordPiece:
@@ -48,7 +48,7 @@ def test_pca_basis_is_orthonormal_and_sign_fixed():
 
 
 def test_corpus_is_the_training_split_only(tmp_path):
-    _tiny_routellm(tmp_path)
+    tiny_routellm(tmp_path)
     benchmarks = load_all(tmp_path)
     corpus = corpus_prompts(benchmarks)
     held = {p for b in benchmarks.values() for p, h in zip(b.prompts, b.heldout) if h}
@@ -69,7 +69,7 @@ def test_e5_vectors_are_batch_invariant_and_cached(tmp_path):
 def test_build_encoder_is_deterministic_and_loads(tmp_path):
     data = tmp_path / "routellm"
     data.mkdir()
-    _tiny_routellm(data)
+    tiny_routellm(data)
     out = tmp_path / "enc"
     out.mkdir()
     shutil.copy(DEFAULT_ARTEFACT_DIR / "tokenizer.json", out / "tokenizer.json")

@@ -34,7 +34,8 @@ def test_find_serves_recent_rows_then_parquet_after_restart(tmp_path):
     recent = log.find(ids[2])                     # in memory, not yet flushed: what feedback needs, not the row
     assert recent["chosen"] == "a/b" and recent["embedding"] is None and "content" not in recent
     log.close()                                   # clean shutdown flushes
-    reopened = SessionLog(tmp_path / "events", flush_seconds=60)
+    # A short flush interval: an unknown id younger than one flush is waited for (another worker's, perhaps).
+    reopened = SessionLog(tmp_path / "events", flush_seconds=0.1)
     found = reopened.find(ids[0])
     assert found["session_id"] == ids[0] and list(found["eligible"]) == ["a/b"]
     assert reopened.find(new_session_id()) is None

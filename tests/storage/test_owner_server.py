@@ -13,13 +13,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from api.cli.processes import free_port
 from storage import owner
+from storage.errors import DatabaseLocked
 from storage.owner_changes import ChangeLog
 from storage.records import PreferenceChanges
 from storage.rpc import RemoteStore
-from storage.errors import DatabaseLocked
 from storage.store import LocalStore
-from tests.storage.test_rpc import PYTHON, REPO, child_env, free_port
+from tests.support.api_server import PYTHON, REPO, child_env
 
 
 class OwnerProcess:

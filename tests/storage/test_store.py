@@ -13,9 +13,9 @@ import msgspec
 import pytest
 
 from storage import keys as keyfmt
+from storage.errors import DatabaseLocked, StoreError
 from storage.keys import display_prefix, hash_key
 from storage.records import Job, Preference, PreferenceChanges, User
-from storage.errors import DatabaseLocked, StoreError
 from storage.store import LocalStore
 
 REPO = Path(__file__).resolve().parents[2]

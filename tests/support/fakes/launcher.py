@@ -1,5 +1,5 @@
 """A flow launcher with the real interface (trigger by deployment name, cancel a flow run) and a history to
-assert on, so HTTP tests never need Prefect (house rule 8: fakes over mock.patch)."""
+assert on, so HTTP tests never need Prefect (docs/architecture.md, rule 8: fakes over mock.patch)."""
 
 from __future__ import annotations
 

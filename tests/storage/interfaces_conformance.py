@@ -1,0 +1,26 @@
+"""Checked by mypy, never run (tests/storage/test_interfaces.py): both implementations of the system of record
+satisfy storage/interfaces.py, each repository its domain's interface and each store the whole."""
+
+from storage.interfaces import Accounts, Jobs, Maintenance, Optimizations, Preferences, Routers, Store
+from storage.repositories.accounts import AccountRepository
+from storage.repositories.jobs import JobRepository
+from storage.repositories.maintenance import MaintenanceRepository
+from storage.repositories.optimizations import OptimizationRepository
+from storage.repositories.preferences import PreferenceRepository
+from storage.repositories.routers import RouterRepository
+from storage.rpc import RemoteStore
+from storage.store import LocalStore
+
+
+def local_store(store: LocalStore) -> Store:
+    return store
+
+
+def remote_store(store: RemoteStore) -> Store:
+    return store
+
+
+def repositories(a: AccountRepository, p: PreferenceRepository, j: JobRepository, r: RouterRepository,
+                 o: OptimizationRepository, m: MaintenanceRepository
+                 ) -> tuple[Accounts, Preferences, Jobs, Routers, Optimizations, Maintenance]:
+    return a, p, j, r, o, m
