@@ -17,11 +17,12 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 
+from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from flows.default_router.train import train_default_router
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "routellm"
-DEFAULT_ARTEFACT = REPO_ROOT / "datasets" / "default_router"
+# The public RouteLLM data sits beside a checkout (../shared/data); runs elsewhere pass data_dir.
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "routellm"
+DEFAULT_ARTEFACT = DEFAULT_ARTEFACT_DIR
 
 
 def _sha256(path: Path) -> str:

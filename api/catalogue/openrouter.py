@@ -30,8 +30,9 @@ import msgspec
 
 from api.catalogue.model import CatalogueModel
 from api.catalogue.providers import PROVIDERS_BY_NAME, TOGETHER_ORG_TO_OPENROUTER_VENDOR
+from api.shipped import shipped
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "datasets" / "catalogue"
+DATA_DIR = shipped("catalogue")
 KNOWN_IDS_CSV = DATA_DIR / "openrouter_models.csv"
 OVERRIDES_CSV = DATA_DIR / "openrouter_overrides.csv"
 

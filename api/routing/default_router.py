@@ -29,10 +29,10 @@ from api.routing.features import (
     QueryFeatures,
 )
 from api.routing.router import Candidate
+from api.shipped import shipped
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_ARTEFACT_DIR = REPO_ROOT / "datasets" / "default_router"
-DEFAULT_PRIOR_PATH = REPO_ROOT / "datasets" / "capability_prior.csv"
+DEFAULT_ARTEFACT_DIR = shipped("default_router")
+DEFAULT_PRIOR_PATH = shipped("capability_prior.csv")
 
 __all__ = ["DefaultRouter", "FeatureVersionMismatch", "load_default_router"]
 
