@@ -43,21 +43,21 @@ class Settings:
     upload_parse_seconds: float
     auth_cache_seconds: float
     session_flush_seconds: float
-    # Prompt optimization (see README "Prompt optimization"); defaults keep tests and old callers working.
+    # Prompt optimization (docs/prompt_optimization.md); defaults keep tests and old callers working.
     optimize: "OptimizeSettings | None" = None
-    # The store-owner process (README "Production shape"): where it listens; how long API workers trust a cached
+    # The store-owner process (docs/deployment.md): where it listens; how long API workers trust a cached
     # preference when the owner's change feed is silent (changes normally arrive within half a second).
     store_host: str = "127.0.0.1"
     store_port: int = 8001
     store_url: str | None = None  # published in run/owner.json; default http://<store_host>:<store_port>
     preference_cache_seconds: float = 5.0
-    # Per-key rate limits (README "Security and limits"); per_minute 0 = off. Per API worker process.
+    # Per-key rate limits (docs/api.md); per_minute 0 = off. Per API worker process.
     rate_limit_per_minute: int = 600
     rate_limit_burst: int = 60
     select_rate_limit_per_minute: int = 300_000  # above one worker's capacity (~2,000/s): a guard, not a quota
     select_rate_limit_burst: int = 10_000
     # Custom routers: English uploads whose prompts total at most this many characters are embedded with e5
-    # (about 30 s more training at the limit; README "Custom routers"); 0 keeps every English router on
+    # (about 30 s more training at the limit; docs/routing.md); 0 keeps every English router on
     # the static featurizer (no e5 call when serving).
     custom_router_e5_max_chars: int = 300_000
 

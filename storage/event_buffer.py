@@ -1,13 +1,13 @@
 """Buffered appends to a Parquet event log: the hot path adds a row in microseconds, a background thread writes
 the buffer as one part file every `flush_seconds`.
 
-Rows are encoded to JSON lines as they arrive (msgspec, ~15 µs for a session row) and the flush parses them with
-Arrow's JSON reader against the table's schema. That parse runs in C++ without the GIL, so request handlers keep
-running while a second's worth of rows is converted; building Arrow arrays from Python dicts instead held the GIL
-for ~1 ms per 128 rows and was the routing benchmark's p99 tail.
+Rows are encoded to JSON lines as they arrive (msgspec) and the flush parses them with Arrow's JSON reader
+against the table's schema. That parse runs in C++ without the GIL, so request handlers keep running while a
+second's worth of rows is converted; building Arrow arrays from Python dicts instead held the GIL long enough to
+show in modelSelect's p99 (docs/benchmarks.md).
 
 Loss window: rows acknowledged less than `flush_seconds` before a crash (kill -9, power loss) are lost; a clean
-shutdown (`close()`) flushes everything. Documented in the README.
+shutdown (`close()`) flushes everything (docs/routing.md, "Sessions").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Prompt optimization (SPEC 5-8): /v2/prompt/optimize*, and the older /v2/prompt/adapt* names for the same runs."""
+"""Prompt optimization: /v2/prompt/optimize*, and the older /v2/prompt/adapt* names for the same runs."""
 
 from __future__ import annotations
 

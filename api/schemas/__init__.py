@@ -1,1 +1,1 @@
-"""msgspec Structs: the only wire schema (house rule 1)."""
+"""msgspec Structs: the only wire schema (docs/architecture.md, rule 1)."""

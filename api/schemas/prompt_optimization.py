@@ -1,4 +1,4 @@
-"""Wire schema of prompt optimization (SPEC sections 5-8): optimize, status, results, costs."""
+"""Wire schema of prompt optimization: optimize, status, results, costs (docs/prompt_optimization.md)."""
 
 from __future__ import annotations
 

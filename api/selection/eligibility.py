@@ -9,7 +9,7 @@ from api.selection.candidates import ResolvedCandidate
 def eligible(candidates: list[ResolvedCandidate], prompt_tokens: int, tools: bool,
              max_model_depth: int | None) -> list[ResolvedCandidate]:
     if tools:
-        # Custom models cannot tell us; the caller listed them with tools, so they stay (see README).
+        # Custom models cannot tell us; the caller listed them with tools, so they stay (docs/routing.md).
         candidates = [c for c in candidates if c.is_custom or c.candidate.supports_function_calling]
         if not candidates:
             raise BadRequest("none of the candidate models supports function calling, which `tools` requires",

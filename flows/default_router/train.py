@@ -43,7 +43,7 @@ from flows.default_router.distill_e5 import (
 from flows.default_router.irt import IrtHeads, fit_irt, predict_proba
 from flows.default_router.sweep import evaluate_pair
 
-# Hyper-parameters, chosen by 5-fold cross-validation on the training split only (see README).
+# Hyper-parameters, chosen by 5-fold cross-validation on the training split only (datasets/default_router/README.md).
 L2 = 1e-3  # on the weights shared by every query
 L2_GATED = 3e-4  # on the extra weights of free-form quantitative prompts (features.numeric_gate)
 GSM8K_WEIGHT = 10.0  # GSM8K has 12x fewer rows than MMLU; without this its difficulty signal drowns

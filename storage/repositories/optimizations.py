@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import uuid
 
+import msgspec
+
 from storage.database import Database, now
 from storage.errors import StoreError
 from storage.optimization_records import (
@@ -61,7 +63,7 @@ class OptimizationRepository:
             return None
         results = [ModelResult(*r) for r in self._db.rows(
             f"SELECT {_RESULT_COLS} FROM optimization_results WHERE run_id = ? ORDER BY position", [run_id])]
-        return OptimizationRun(*rows[0], results=results)
+        return msgspec.structs.replace(OptimizationRun(*rows[0]), results=results)
 
     def queue_position(self, run_id: str) -> int | None:
         """1 + the open runs waiting ahead of this one (created before it, not yet processing); None unless

@@ -44,7 +44,7 @@ class RouterRepository:
                          [job_id, TRAIN_CUSTOM_ROUTER, user_id, preference_id, created, created])
             conn.execute("INSERT INTO router_trainings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          [job_id, preference_id, dataset_path, language, maximize, models, rows, created])
-            job = Job(*conn.execute("SELECT * FROM jobs WHERE job_id = ?", [job_id]).fetchone())
+            job = Job(*conn.execute("SELECT * FROM jobs WHERE job_id = ?", [job_id]).fetchall()[0])
         self._db.notify(preference_id)
         return TrainingStart(job=job, superseded=superseded)
 
@@ -96,7 +96,8 @@ class RouterRepository:
         by_pref: dict[str, RouterState] = {}
         for row in jobs:
             job = Job(*row)
-            by_pref[job.subject_id] = RouterState(job.subject_id, job, None)  # type: ignore[index]
+            if job.subject_id is not None:  # always set for trainings: the join above is on it
+                by_pref[job.subject_id] = RouterState(job.subject_id, job, None)
         for row in live:
             rec = CustomRouterRecord(*row)
             prev = by_pref.get(rec.preference_id)
