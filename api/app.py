@@ -22,10 +22,11 @@ from api.controllers.router_training import train_custom_router
 from api.dependencies import component
 from api.error_responses import EXCEPTION_HANDLERS
 from api.errors import NotFound
+from api.logging_setup import logging_config
 from api.request_body import SafeJsonRequest
 from api.request_id import RequestIdMiddleware
 from api.settings import Settings, get_settings
-from api.startup import build_services, revocation_hook, tune_garbage_collector
+from api.startup import build_services, tune_garbage_collector
 from storage import owner
 from storage.owner_endpoint import OwnerEndpoint
 from storage.store import LocalStore
@@ -48,7 +49,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         services = build_services(settings, store)
         app.state.services = services  # controllers take their components from here (api/dependencies.py)
         if isinstance(store, LocalStore):
-            owner_box["owner"] = OwnerEndpoint(store, services.rpc_token, after_call=revocation_hook(services))
+            owner_box["owner"] = OwnerEndpoint(store, services.rpc_token)
         tune_garbage_collector()
         publishing = owns_store and publish_owner
         if publishing:
@@ -80,7 +81,8 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
                       "user": Provide(current_user)},
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=settings.max_body_bytes,
-        request_class=SafeJsonRequest,  # undecodable JSON (too deep, not UTF-8) is a 422, not a 500
+        request_class=SafeJsonRequest,
+        logging_config=logging_config(),  # undecodable JSON (too deep, not UTF-8) is a 422, not a 500
         openapi_config=OpenAPIConfig(
             title="switchboard", version="0.1.0",
             description="LLM routing and prompt optimization (Not Diamond-compatible /v2 interface)",

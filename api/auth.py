@@ -4,21 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import anyio
+import httpx
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.openapi.spec import SecurityScheme
 
 from api.auth_cache import AuthCache
-from api.errors import Unauthorized
-from api.rate_limit import RateLimiter
-from storage.interfaces import Accounts
+from api.errors import ServiceUnavailable, Unauthorized
+from api.rate_limit import KEY_LOOKUP, RateLimiter
+from storage.errors import StoreError
+from storage.interfaces import Accounts, Store
 from storage.keys import hash_key
-from storage.records import User
+from storage.records import KEY_SUBJECT_PREFIX, User, is_key_subject
 
 SECURITY_SCHEME_NAME = "BearerAuth"
 SECURITY_SCHEMES = {SECURITY_SCHEME_NAME: SecurityScheme(type="http", scheme="bearer",
                                                          description="`Authorization: Bearer <API_KEY>`")}
 SECURITY = [{SECURITY_SCHEME_NAME: []}]
+USER_SCOPE_KEY = "switchboard.user"
 
 
 def _bearer_token(request: Request) -> str:
@@ -32,19 +36,51 @@ def _bearer_token(request: Request) -> str:
     return token
 
 
+def client_address(request: Request) -> str:
+    client = request.scope.get("client")
+    return client[0] if client else "unknown"
+
+
 @dataclass
 class Authenticator:
-    """Key -> user, through a short-lived cache, then the per-key rate limit (None: no limits)."""
+    """Key -> user through a short-lived cache, then the per-key rate limit (rate_limiter None: no limits).
+
+    A key not in the cache is looked up in the store, which behind a store owner is an HTTP call: it runs in a
+    worker thread, never on the event loop, and gives up after `lookup_timeout_s` with a 503, so a slow or
+    restarting owner delays only the callers whose keys are not cached. Look-ups are limited per client address
+    (the KEY_LOOKUP class) before they are made: random keys from one address cannot keep the store busy."""
 
     accounts: Accounts
     cache: AuthCache
     rate_limiter: RateLimiter | None = None
+    lookup_timeout_s: float = 2.0
 
-    def user_for(self, request: Request) -> User:
+    def attach(self, store: Store) -> "Authenticator":
+        """Follow the store's changes: a revoked key leaves the cache at once (within the change feed's poll on
+        API workers behind a store owner)."""
+        store.subscribe(self.on_change, resync=self.cache.clear)
+        return self
+
+    def on_change(self, subject: str) -> None:
+        if is_key_subject(subject):
+            self.cache.drop(subject.removeprefix(KEY_SUBJECT_PREFIX))
+
+    async def user_for(self, request: Request) -> User:
+        """The request's user, authenticated once per request (the strict body check may ask first)."""
+        known = request.scope.get(USER_SCOPE_KEY)  # type: ignore[call-overload]
+        if known is not None:
+            return known
+        user = await self._authenticate(request)
+        request.scope[USER_SCOPE_KEY] = user  # type: ignore[literal-required]
+        return user
+
+    async def _authenticate(self, request: Request) -> User:
         key_hash = hash_key(_bearer_token(request))
         found, user = self.cache.get(key_hash)
         if not found:
-            user = self.accounts.user_for_key(key_hash)
+            if self.rate_limiter is not None:
+                self.rate_limiter.check(client_address(request), KEY_LOOKUP, who="this client address")
+            user = await self._look_up(key_hash)
             self.cache.put(key_hash, user)
         if user is None:
             raise Unauthorized("invalid or revoked API key")
@@ -52,6 +88,15 @@ class Authenticator:
             self.rate_limiter.check(key_hash, self.rate_limiter.class_of(request.route_handler.operation_id))
         return user
 
+    async def _look_up(self, key_hash: str) -> User | None:
+        try:
+            with anyio.fail_after(self.lookup_timeout_s):
+                return await anyio.to_thread.run_sync(self.accounts.user_for_key, key_hash, abandon_on_cancel=True)
+        except (TimeoutError, StoreError, httpx.HTTPError) as exc:
+            reason = "did not answer in time" if isinstance(exc, TimeoutError) else "is not reachable"
+            raise ServiceUnavailable(f"the key store {reason}; retry in a few seconds", code="STORE_UNAVAILABLE",
+                                     headers={"Retry-After": "2"}) from None
+
 
 async def current_user(request: Request, authenticator: NamedDependency[Authenticator]) -> User:
-    return authenticator.user_for(request)
+    return await authenticator.user_for(request)

@@ -37,8 +37,11 @@ _STATUS_CODES = {
     429: ("RATE_LIMITED", "rate_limit_error"),
     503: ("SERVICE_UNAVAILABLE", "api_error"),
 }
-_JSON_PATH = re.compile(r"at `\$((?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*)`")
+_JSON_PATH = re.compile(r"at `\$((?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\]|\[\.\.\.\])*)`")
 
+
+# The `multipart` parser's defaults that Litestar leaves in place (multipart.PushMultipartParser).
+MULTIPART_HEADERS_PER_PART, MULTIPART_HEADER_BYTES = 8, 4096 + 128
 
 # Errors echo what the caller sent (an id, a CSV cell); a hostile input must not make the answer huge.
 MAX_MESSAGE_CHARS, MAX_DETAIL_CHARS = 1_000, 300
@@ -68,18 +71,19 @@ def envelope(request: Request, status: int, code: str, type_: str, message: str,
 
 
 _MISSING_FIELD = re.compile(r"missing required field `([^`]+)`")
-BODY_PARAMETER = "data"  # Litestar's name for the body parameter: never shown to callers
+from api.request_body import BODY_PARAMETER  # noqa: E402 (never shown to callers)
 
 
-def _loc(source: str, key: str | None, message: str) -> list[str | int]:
-    """Turn Litestar's key and msgspec's `$.a[0].b` path into a FastAPI-style loc list."""
+def _loc(source: str, key: str | None, message: str, dict_key: str | None = None) -> list[str | int]:
+    """Turn Litestar's key and msgspec's `$.a[0].b` path into a FastAPI-style loc list. msgspec writes a dict key as
+    `[...]`; api/request_body.py finds which key it was when it can (`dict_key`)."""
     loc: list[str | int] = [source]
     if key and key != BODY_PARAMETER:
         loc.extend(key.split("."))
     match = _JSON_PATH.search(message)
     if match:
-        for part in re.findall(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]", match.group(1)):
-            loc.append(part[0] if part[0] else int(part[1]))
+        for name, index, any_key in re.findall(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|(\[\.\.\.\])", match.group(1)):
+            loc.append(name if name else int(index) if index else (dict_key or "<key>"))
     missing = _MISSING_FIELD.search(message)
     if missing:
         loc.append(missing.group(1))
@@ -101,7 +105,7 @@ def validation_items(exc: ValidationException) -> list[ValidationErrorItem]:
         message = str(extra.get("message", exc.detail))
         source = extra.get("source") or "body"
         source = str(getattr(source, "value", source))  # Litestar passes ParamType enums for params
-        items.append(ValidationErrorItem(loc=_loc(source, extra.get("key"), message),
+        items.append(ValidationErrorItem(loc=_loc(source, extra.get("key"), message, extra.get("dict_key")),
                                          msg=_message(extra, str(exc.detail)), type="value_error"))
     if not items:
         items.append(ValidationErrorItem(loc=["body"], msg=str(exc.detail), type="value_error"))
@@ -126,16 +130,24 @@ def on_http_exception(request: Request, exc: HTTPException) -> Response:
         return Response(content=msgspec.json.encode(HTTPValidationError(detail=[item])), status_code=422,
                         media_type=MediaType.JSON)
     if exc.status_code == 400 and exc.detail == "Request Entity Too Large":
-        # Litestar's multipart parser hit its part limit; it keeps a 400 for compatibility, the right answer is 413.
-        return envelope(request, 413, "PAYLOAD_TOO_LARGE", "invalid_request_error", "the multipart form has more "
-                        f"than {request.app.multipart_form_part_limit} parts")
+        # Litestar's multipart parser hit one of its limits (it keeps a 400 for compatibility; the right answer is
+        # 413) without saying which: name them all, so the caller can see which one their form broke.
+        return envelope(request, 413, "PAYLOAD_TOO_LARGE", "invalid_request_error",
+                        f"the multipart form is over the parser's limits: at most "
+                        f"{request.app.multipart_form_part_limit:,} parts, {MULTIPART_HEADERS_PER_PART} headers per "
+                        f"part and {MULTIPART_HEADER_BYTES:,} bytes per header line (a file name longer than about "
+                        "4,000 characters breaks that)",
+                        details={"max_parts": request.app.multipart_form_part_limit,
+                                 "max_headers_per_part": MULTIPART_HEADERS_PER_PART,
+                                 "max_header_bytes": MULTIPART_HEADER_BYTES})
     code, type_ = _STATUS_CODES.get(exc.status_code, ("HTTP_ERROR", "api_error" if exc.status_code >= 500
                                                        else "invalid_request_error"))
     message = str(exc.detail)
     if exc.status_code == 404 and message == "Not Found":
         message = f"no route for {request.method} {request.url.path}"
     if exc.status_code == 413:
-        message = "request body is too large"
+        limit = request.route_handler.resolve_request_max_body_size() if request.scope.get("route_handler") else None
+        message = "request body is too large" + (f"; the limit is {limit:,} bytes" if limit else "")
     return envelope(request, exc.status_code, code, type_, message, headers=exc.headers)
 
 

@@ -19,6 +19,18 @@ class FlowLauncher(Protocol):
     async def cancel(self, flow_run_id: str) -> None: ...
 
 
+def why_not_queued(exc: BaseException, deployment: str) -> str:
+    """A reason a person can act on for a flow run that could not be created (exceptions may carry no message)."""
+    name = type(exc).__name__
+    detail = str(exc).strip()
+    named = f"{name}: {detail}" if detail else name
+    if name == "ObjectNotFound":
+        return f"the deployment {deployment!r} is not registered yet (the flow runner is starting or restarting)"
+    if isinstance(exc, (ConnectionError, OSError)) or "Connect" in name or "Timeout" in name:
+        return f"the Prefect server is not reachable ({named})"
+    return named
+
+
 class PrefectLauncher:
     """Creates flow runs of the project's deployments; `tag` marks them in the Prefect UI."""
 

@@ -17,6 +17,7 @@ from litestar.di import Provide
 
 from api.controllers.internal import OWNER_ROUTES
 from api.error_responses import EXCEPTION_HANDLERS
+from api.logging_setup import logging_config
 from api.settings import get_settings
 from storage import owner
 from storage.errors import StoreError
@@ -53,4 +54,4 @@ def create_owner_app() -> Litestar:
     return Litestar(route_handlers=OWNER_ROUTES, lifespan=[lifespan],
                     dependencies={"owner": Provide(provide_owner, sync_to_thread=False)},
                     exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-                    openapi_config=None, debug=False)
+                    openapi_config=None, debug=False, logging_config=logging_config())

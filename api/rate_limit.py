@@ -1,7 +1,9 @@
 """Per-key rate limits: a token bucket per (API key, class of endpoint), held in this process's memory.
 
-Two classes: `select` (modelSelect and feedback, the per-LLM-call hot path, a large default) and `jobs` (every
-other authenticated endpoint: preferences, prompt optimization, router training). A bucket holds up to `burst`
+Two classes per API key: `select` (modelSelect and feedback, the per-LLM-call hot path, a large default) and `jobs`
+(every other authenticated endpoint: preferences, prompt optimization, router training). One class per client
+address, `key-lookup`: each look-up of a key that is not cached (api/auth.py), so a flood of random keys is
+refused before it reaches the store. A bucket holds up to `burst`
 tokens and refills at `per_minute / 60` tokens a second; a request takes one token or is refused with 429
 RATE_LIMITED and `Retry-After` (whole seconds until a token is back). `per_minute` 0 turns a class off.
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 from api.errors import TooManyRequests
 
-SELECT, JOBS = "select", "jobs"
+SELECT, JOBS, KEY_LOOKUP = "select", "jobs", "key-lookup"
 # Operations billed to the large `select` class; everything else authenticated is a `jobs` request.
 SELECT_OPERATIONS = frozenset({"modelSelect", "reportFeedback"})
 
@@ -49,8 +51,9 @@ class RateLimiter:
     def class_of(operation_id: object) -> str:
         return SELECT if operation_id in SELECT_OPERATIONS else JOBS
 
-    def check(self, key_hash: str, limit_class: str, now: float | None = None) -> None:
-        """Take one token from the key's bucket or raise TooManyRequests with Retry-After."""
+    def check(self, key_hash: str, limit_class: str, now: float | None = None, who: str = "this API key") -> None:
+        """Take one token from the bucket of `key_hash` (a key's hash, or a client address) or raise
+        TooManyRequests with Retry-After."""
         limit = self.limits.get(limit_class)
         if limit is None:
             return
@@ -69,7 +72,7 @@ class RateLimiter:
         bucket[0] = tokens
         retry_after = max(1, math.ceil((1.0 - tokens) / limit.rate - 1e-9))  # float noise must not add 1 s
         raise TooManyRequests(
-            f"rate limit exceeded for this API key: {limit.per_minute} requests a minute (burst {limit.burst}) on "
+            f"rate limit exceeded for {who}: {limit.per_minute} requests a minute (burst {limit.burst}) on "
             f"{limit_class} endpoints; retry after {retry_after} s", code="RATE_LIMITED",
             details={"limit_per_minute": limit.per_minute, "burst": limit.burst, "class": limit_class,
                      "retry_after_seconds": retry_after},

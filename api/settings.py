@@ -56,6 +56,9 @@ class Settings:
     rate_limit_burst: int = 60
     select_rate_limit_per_minute: int = 300_000  # above one worker's capacity (~2,000/s): a guard, not a quota
     select_rate_limit_burst: int = 10_000
+    # Look-ups of keys not in the auth cache, per client address (api/auth.py): random keys cannot flood the store.
+    key_lookup_rate_limit_per_minute: int = 600
+    key_lookup_rate_limit_burst: int = 30
     # Custom routers: English uploads whose prompts total at most this many characters are embedded with e5
     # (about 30 s more training at the limit; docs/routing.md); 0 keeps every English router on
     # the static featurizer (no e5 call when serving).
@@ -171,6 +174,8 @@ def get_settings() -> Settings:
         rate_limit_burst=max(1, _int("SWITCHBOARD_RATE_LIMIT_BURST", 60)),
         select_rate_limit_per_minute=max(0, _int("SWITCHBOARD_SELECT_RATE_LIMIT_PER_MINUTE", 300_000)),
         select_rate_limit_burst=max(1, _int("SWITCHBOARD_SELECT_RATE_LIMIT_BURST", 10_000)),
+        key_lookup_rate_limit_per_minute=max(0, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_PER_MINUTE", 600)),
+        key_lookup_rate_limit_burst=max(1, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_BURST", 30)),
         custom_router_e5_max_chars=max(0, _int("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", 300_000)),
     )
 
@@ -189,12 +194,16 @@ def _write_probe(path: Path) -> None:
 
 
 def check_data_dir(data_dir: Path) -> None:
-    """Start-up: the data dir must exist (or be creatable) and take a write. Otherwise stop with one line that
-    says what is wrong and what to do (SystemExit prints it without a traceback)."""
+    """Start-up: the data dir must exist (or be creatable), be private to its owner and take a write. Otherwise
+    stop with one line that says what is wrong and what to do (SystemExit prints it without a traceback).
 
+    It holds prompts, customers' evaluation data and key hashes, so it is made 0700 whatever it was: no other
+    local user can read anything below it (files are 0600 too, by the CLI's umask)."""
     probe = data_dir / f".write-check-{os.getpid()}"
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if data_dir.stat().st_mode & 0o077:
+            data_dir.chmod(0o700)
         _write_probe(probe)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
 
 from api.auth import Authenticator
 from api.auth_cache import AuthCache
@@ -12,7 +11,7 @@ from api.custom_router.startup import custom_router_services
 from api.launcher import PrefectLauncher
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
-from api.rate_limit import JOBS, SELECT, Limit, RateLimiter
+from api.rate_limit import JOBS, KEY_LOOKUP, SELECT, Limit, RateLimiter
 from api.restart_rule import apply_restart_rule
 from api.routing.default_router import load_default_router
 from api.selection.feedback import FeedbackService
@@ -28,7 +27,8 @@ from storage.interfaces import Store
 
 def rate_limiter(settings: Settings) -> RateLimiter:
     return RateLimiter({SELECT: Limit(settings.select_rate_limit_per_minute, settings.select_rate_limit_burst),
-                        JOBS: Limit(settings.rate_limit_per_minute, settings.rate_limit_burst)})
+                        JOBS: Limit(settings.rate_limit_per_minute, settings.rate_limit_burst),
+                        KEY_LOOKUP: Limit(settings.key_lookup_rate_limit_per_minute, settings.key_lookup_rate_limit_burst)})
 
 
 def build_services(settings: Settings, store: Store) -> Services:
@@ -49,19 +49,11 @@ def build_services(settings: Settings, store: Store) -> Services:
     runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))
     return Services(
         settings=settings, store=store, rpc_token=owner.new_token(),
-        authenticator=Authenticator(store.accounts, AuthCache(settings.auth_cache_seconds), rate_limiter(settings)),
+        authenticator=Authenticator(store.accounts, AuthCache(settings.auth_cache_seconds),
+                                    rate_limiter(settings)).attach(store),
         selection=selection, feedback=feedback, sessions=sessions,
         preferences=PreferenceService(store.preferences, store.routers, settings.layout),
         custom_routers=registry, router_training=training, prompt_optimization=runs)
-
-
-def revocation_hook(services: Services) -> Callable[[str], None]:
-    """In the owning API process a revocation through the RPC takes effect at once. API workers behind a store
-    owner see it when their auth cache entry expires (SWITCHBOARD_AUTH_CACHE_SECONDS)."""
-    def after_call(method: str) -> None:
-        if method == "accounts.revoke_key":
-            services.authenticator.cache.clear()
-    return after_call
 
 
 def tune_garbage_collector() -> None:

@@ -71,7 +71,8 @@ async def cancel(flow_run_id: str) -> None:
 ORPHAN_STATES = ("RUNNING", "PENDING", "CANCELLING")
 
 
-async def settle_orphaned_runs(api_url: str, message: str, housekeeping: str | None = None) -> list[str]:
+async def settle_orphaned_runs(api_url: str, message: str, housekeeping: str | None = None,
+                               auth_string: str | None = None) -> list[str]:
     """Crash every flow run left Running/Pending by a flow runner that died, and queue `housekeeping` (if named and
     anything was crashed) so storage follows. Only for a Prefect server whose one runner is known to be dead: the
     embedded `serve` calls it before (re)starting its runner. Crashing frees the runs' concurrency slots, which a
@@ -85,7 +86,7 @@ async def settle_orphaned_runs(api_url: str, message: str, housekeeping: str | N
 
     wanted = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
         any_=[StateType(s) for s in ORPHAN_STATES])))
-    async with PrefectClient(api_url) as client:
+    async with PrefectClient(api_url, auth_string=auth_string) as client:
         runs = await client.read_flow_runs(flow_run_filter=wanted)
         for run in runs:
             await client.set_flow_run_state(run.id, Crashed(message=message), force=True)

@@ -8,13 +8,21 @@ show in modelSelect's p99 (docs/benchmarks.md).
 
 Loss window: rows acknowledged less than `flush_seconds` before a crash (kill -9, power loss) are lost; a clean
 shutdown (`close()`) flushes everything (docs/routing.md, "Sessions").
+
+No row may block a log. The API bounds every field at the edge, but should a row still not fit the table's schema
+(an integer beyond its column, say), the flush writes every other row and sets that one aside in a dead-letter
+file, `<events>/_dead_letter/<table>.jsonl`, one JSON object per line with the error and the row. A flush that
+cannot write at all (disk full) keeps the rows for the next tick, up to `max_pending_bytes`; past that the oldest
+are dropped with an error in the log rather than the process growing without bound.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import os
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +33,16 @@ import pyarrow.json as pa_json
 from storage import events
 
 log = logging.getLogger("switchboard.events")
+MAX_PENDING_BYTES = 256 * 1024 * 1024  # about 50,000 large session rows: minutes of a full disk at full load
 
 
 class EventBuffer:
-    def __init__(self, events_dir: Path, table: str, schema: pa.Schema, flush_seconds: float = 1.0) -> None:
+    def __init__(self, events_dir: Path, table: str, schema: pa.Schema, flush_seconds: float = 1.0,
+                 max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
         self.events_dir, self.table, self.schema = events_dir, table, schema
-        self.flush_seconds = flush_seconds
+        self.flush_seconds, self.max_pending_bytes = flush_seconds, max_pending_bytes
+        self._pending_bytes = 0
+        self.dropped = 0  # rows given up after a long write outage (logged as errors)
         self._columns = frozenset(schema.names)
         self._encode = msgspec.json.Encoder().encode
         self._lines: list[bytes] = []
@@ -49,27 +61,83 @@ class EventBuffer:
         unknown = row.keys() - self._columns
         if unknown:  # the JSON reader would refuse the whole flush; refuse this row instead
             raise ValueError(f"{self.table} has no column(s) {sorted(unknown)}")
-        line = self._encode(row)  # encoded now: a value that cannot be stored fails this call, not a later flush
+        line = self._encode(row)  # encoded now: a value that cannot be encoded fails this call, not a later flush
         with self._lock:
             self._lines.append(line)
+            self._pending_bytes += len(line)
 
     def pending(self) -> int:
         with self._lock:
             return len(self._lines)
 
     def flush(self) -> int:
+        """Write the buffered rows as one part file; returns how many were written (rows that do not fit the
+        schema go to the dead-letter file instead). Raises when nothing could be written; the rows stay."""
         with self._flush_lock:
             with self._lock:
                 lines, self._lines = self._lines, []
+                self._pending_bytes = 0
             if not lines:
                 return 0
             try:
-                events.append(self.events_dir, self.table, self.to_table(lines))
+                table, rejected = self._convert(lines)
+                events.append(self.events_dir, self.table, table)
             except Exception:
-                with self._lock:  # keep the rows for the next attempt rather than drop them
-                    self._lines[:0] = lines
+                self._keep(lines)
                 raise
-            return len(lines)
+            if rejected:
+                self._dead_letter(rejected)
+            return table.num_rows
+
+    def _convert(self, lines: list[bytes]) -> tuple[pa.Table, list[tuple[bytes, str]]]:
+        """The rows as a table; when the batch does not convert, row by row, setting aside those that fail."""
+        try:
+            return self.to_table(lines), []
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            pass
+        good, rejected = [], []
+        for line in lines:
+            try:
+                self.to_table([line])
+                good.append(line)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                rejected.append((line, str(exc)))
+        return (self.to_table(good) if good else self.schema.empty_table()), rejected
+
+    def _keep(self, lines: list[bytes]) -> None:
+        """Put unwritten rows back in front of newer ones, dropping the oldest beyond the byte bound."""
+        with self._lock:
+            self._lines[:0] = lines
+            self._pending_bytes += sum(map(len, lines))
+            dropped = 0
+            while self._pending_bytes > self.max_pending_bytes and self._lines:
+                self._pending_bytes -= len(self._lines.pop(0))
+                dropped += 1
+            self.dropped += dropped
+        if dropped:
+            log.error("%s: dropped the %d oldest unwritten rows (over %d bytes pending while writes fail)",
+                      self.table, dropped, self.max_pending_bytes)
+
+    def dead_letter_path(self) -> Path:
+        return self.events_dir / "_dead_letter" / f"{self.table}.jsonl"
+
+    def _dead_letter(self, rejected: list[tuple[bytes, str]]) -> None:
+        path = self.dead_letter_path()
+        now = datetime.now(timezone.utc).isoformat()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "ab") as fh:
+                for line, error in rejected:
+                    fh.write(self._encode({"at": now, "table": self.table, "error": error,
+                                           "row": msgspec.Raw(line)}) + b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError:
+            log.exception("%s: could not write %d rejected row(s) to %s", self.table, len(rejected), path)
+            return
+        log.error("%s: %d row(s) did not fit the table and were set aside in %s: %s", self.table, len(rejected),
+                  path, rejected[0][1])
 
     def to_table(self, lines: list[bytes]) -> pa.Table:
         data = b"\n".join(lines)
@@ -89,7 +157,12 @@ class EventBuffer:
                 log.exception("could not flush %s events; will retry", self.table)
 
     def close(self) -> None:
+        """Stop the flush thread and write what is buffered; a failed last write is logged, never raised, so a
+        caller closing several buffers closes them all."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self.flush()
+        try:
+            self.flush()
+        except Exception:
+            log.exception("could not write the last %d %s row(s) at shutdown", self.pending(), self.table)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass, field
-from typing import Callable
 
 from storage import rpc
 from storage.owner_changes import ChangeFeed, ChangeLog
@@ -22,7 +21,6 @@ class OwnerEndpoint:
     store: LocalStore
     token: str
     changes: ChangeLog = field(default_factory=ChangeLog)
-    after_call: Callable[[str], None] | None = None  # e.g. the API owner clears its auth cache on revoke_key
 
     def __post_init__(self) -> None:
         self.store.subscribe(self.changes.add)
@@ -35,8 +33,6 @@ class OwnerEndpoint:
         Raises like rpc.dispatch."""
         with self.changes.capture() as changed:
             result = rpc.dispatch(self.store, method, body)
-        if self.after_call is not None:
-            self.after_call(method)
         return result, list(dict.fromkeys(changed))
 
     def feed(self, since: int) -> ChangeFeed:

@@ -35,6 +35,18 @@ class IssuedKey(msgspec.Struct, frozen=True):
     user: User
 
 
+# Change-feed subjects (storage/owner_changes.py) are preference ids, except these: a revoked key's hash.
+KEY_SUBJECT_PREFIX = "api-key:"
+
+
+def key_subject(key_hash: str) -> str:
+    return KEY_SUBJECT_PREFIX + key_hash
+
+
+def is_key_subject(subject: str) -> bool:
+    return subject.startswith(KEY_SUBJECT_PREFIX)
+
+
 class Preference(msgspec.Struct, frozen=True):
     preference_id: str
     user_id: str

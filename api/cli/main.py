@@ -30,6 +30,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_store(args: argparse.Namespace) -> int:
     """The store owner alone (production shape): replaces this process with granian, so signals reach it."""
     settings = get_settings()
+    check_data_dir(settings.data_dir)
     host, port = args.host or settings.store_host, args.port or settings.store_port
     os.environ["SWITCHBOARD_STORE_HOST"], os.environ["SWITCHBOARD_STORE_PORT"] = host, str(port)
     if args.advertise_url:
@@ -42,6 +43,7 @@ def cmd_store(args: argparse.Namespace) -> int:
 def cmd_api(args: argparse.Namespace) -> int:
     """The API alone, with `--workers` granian processes; several need a store owner (`switchboard store`)."""
     settings = get_settings()
+    check_data_dir(settings.data_dir)
     if args.workers > 1 and live_owner(settings.run_dir) is None:
         print(f"error: {args.workers} API workers need a running store owner for {settings.data_dir}; start "
               "`switchboard store` first (one process must own the DuckDB file)", file=sys.stderr)
@@ -161,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.umask(0o077)  # every file and folder this process and its children create is private to the user
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -4,10 +4,12 @@ them all in reverse order. Shared by `switchboard serve` (api/cli/supervisor.py)
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +17,15 @@ from pathlib import Path
 import httpx
 
 from api.settings import Settings
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: the kernel sends SIGTERM if the supervisor dies, even by kill -9, so no child
+    keeps running unsupervised (Linux only; elsewhere the orphan sweep in api/cli/orphans.py is the safety net)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def say(message: str) -> None:
@@ -53,12 +64,12 @@ class Supervisor:
     def spawn(self, name: str, argv: list[str], log_file: Path | None = None) -> Child:
         out = open(log_file, "ab") if log_file else None
         process = subprocess.Popen(argv, env=self.env, start_new_session=True, stdout=out,
-                                   stderr=subprocess.STDOUT if out else None)
+                                   stderr=subprocess.STDOUT if out else None, preexec_fn=_die_with_parent)
         child = Child(name, process)
         self.children.append(child)
         return child
 
-    def wait_healthy(self, child: Child, url: str, timeout: float) -> None:
+    def wait_healthy(self, child: Child, url: str, timeout: float, auth: tuple[str, str] | None = None) -> None:
         started = time.monotonic()
         dots = 0
         while time.monotonic() - started < timeout:
@@ -68,7 +79,7 @@ class Supervisor:
                 raise SystemExit(f"{child.name} exited with code {child.process.returncode} while starting; "
                                  f"see {self.settings.layout.logs_dir}")
             try:
-                if httpx.get(url, timeout=1.0).status_code == 200:
+                if httpx.get(url, timeout=1.0, auth=auth).status_code == 200:
                     say(f"{child.name} ready in {time.monotonic() - started:.1f}s")
                     return
             except httpx.HTTPError:

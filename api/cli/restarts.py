@@ -82,7 +82,8 @@ def settle_orphans(sup: Supervisor) -> None:
     """Before the embedded runner starts: no runner is alive, so a flow run still Running/Pending is an orphan."""
     os.environ.setdefault("PREFECT_HOME", sup.env.get("PREFECT_HOME", ""))  # never touch ~/.prefect from here
     try:
-        crashed = asyncio.run(settle_orphaned_runs(sup.env["PREFECT_API_URL"], ORPHAN_REASON, HOUSEKEEPING))
+        crashed = asyncio.run(settle_orphaned_runs(sup.env["PREFECT_API_URL"], ORPHAN_REASON, HOUSEKEEPING,
+                                                   auth_string=sup.env.get("PREFECT_API_AUTH_STRING")))
     except Exception as exc:  # never a reason not to start; housekeeping reconciles later
         say(f"could not check for flow runs left behind by a stopped runner: {type(exc).__name__}: {exc}")
         return

@@ -10,11 +10,14 @@ closes DuckDB), then the Prefect server.
 
 from __future__ import annotations
 
+import os
+import secrets
 import signal
 import sys
 import time
 from pathlib import Path
 
+from api.cli import orphans
 from api.cli.processes import Supervisor, free_port, say
 from api.cli.restarts import ChildRestarts, settle_orphans
 from api.restart_rule import apply_restart_rule
@@ -22,6 +25,29 @@ from api.settings import Settings
 from flows.prefect_api import HOUSEKEEPING
 from storage import owner
 from storage.store import LocalStore
+
+PREFECT_USER = "switchboard"
+
+
+def prefect_login(run_dir: Path) -> str:
+    """The embedded Prefect server's `user:password` (PREFECT_SERVER_API_AUTH_STRING), made once per data dir and
+    kept in run/prefect-login (0600): without it any local process could read flow parameters and start flow runs
+    through Prefect's API on loopback. The UI asks for it once per browser."""
+    path = run_dir / "prefect-login"
+    if not path.exists():
+        run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"{PREFECT_USER}:{secrets.token_urlsafe(24)}")
+    return path.read_text().strip()
+
+
+def prefect_env(port: int, login: str) -> dict[str, str]:
+    """Every Prefect URL setting derived from the one port the embedded server uses, so a setting inherited from
+    the environment (PREFECT_SERVER_API_PORT, PREFECT_UI_API_URL, ...) cannot point the UI or a client elsewhere."""
+    api = f"http://127.0.0.1:{port}/api"
+    return {"PREFECT_SERVER_API_HOST": "127.0.0.1", "PREFECT_SERVER_API_PORT": str(port), "PREFECT_UI_API_URL": api, "PREFECT_UI_URL": f"http://127.0.0.1:{port}",
+            "PREFECT_SERVER_API_AUTH_STRING": login, "PREFECT_API_AUTH_STRING": login}
 
 
 def start_prefect(sup: Supervisor, logs: Path) -> None:
@@ -32,13 +58,14 @@ def start_prefect(sup: Supervisor, logs: Path) -> None:
     sup.env["PREFECT_HOME"] = str(settings.prefect_home)
     sup.env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     port = settings.prefect_port
-    url = f"http://127.0.0.1:{port}/api"
+    login = prefect_login(settings.run_dir)
+    sup.env.update(prefect_env(port, login))
     child = sup.spawn("Prefect server", [sys.executable, "-m", "prefect", "server", "start", "--host",
                                          "127.0.0.1", "--port", str(port)], logs / "prefect-server.log")
     say(f"starting a local Prefect server (SQLite under {settings.prefect_home}); log: {logs / 'prefect-server.log'}")
-    sup.wait_healthy(child, f"{url}/health", timeout=120)
-    sup.env["PREFECT_API_URL"] = url
-    say(f"Prefect UI: http://127.0.0.1:{port}")
+    sup.wait_healthy(child, f"http://127.0.0.1:{port}/api/health", timeout=120)
+    sup.env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"  # for the children started after it
+    say(f"Prefect UI: http://127.0.0.1:{port} (login: the contents of {settings.run_dir / 'prefect-login'})")
 
 
 def store_owner_argv(host: str, port: int) -> list[str]:
@@ -81,8 +108,11 @@ def start_runner(sup: Supervisor, logs: Path) -> None:
     # router-training upload to a live router. 2 s costs one tiny local HTTP call per poll.
     sup.env.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
     child = sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log")
-    # Ready once its deployments are registered, so the API can trigger them straight away.
-    sup.wait_healthy(child, f"{sup.env['PREFECT_API_URL']}/deployments/name/{HOUSEKEEPING}", timeout=120)
+    # Ready once its deployments are registered: the API starts after, so its first job always finds them.
+    login = sup.env.get("PREFECT_API_AUTH_STRING")
+    auth = tuple(login.split(":", 1)) if login and ":" in login else None
+    sup.wait_healthy(child, f"{sup.env['PREFECT_API_URL']}/deployments/name/{HOUSEKEEPING}", timeout=120,
+                     auth=auth)
     say(f"flow runner serving the project's flows; log: {logs / 'flow-runner.log'}")
 
 
@@ -90,6 +120,10 @@ def serve(settings: Settings, host: str, port: int) -> int:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     logs = settings.layout.logs_dir
     logs.mkdir(exist_ok=True)
+    left = orphans.stop_orphans(settings.run_dir)
+    if left:
+        say(f"stopped {len(left)} process(es) left running by a supervisor that died: "
+            + ", ".join(f"{c.name} (pid {c.pid})" for c in left))
     store = LocalStore(settings.db_path)  # migrates, and refuses clearly if another process owns the file
     apply_restart_rule(store)  # the runner starts afresh: flow runs of jobs still open died with the last start
     if store.accounts.count_active_keys() == 0:
@@ -109,16 +143,22 @@ def serve(settings: Settings, host: str, port: int) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     code = 0
     try:
+        # The API comes last: when it answers, the store and the flows' deployments are there to take jobs.
         start_prefect(sup, logs)
         start_store(sup, logs)
-        start_api(sup, host, port)
         start_runner(sup, logs)
+        start_api(sup, host, port)
         say("all running; press Ctrl-C to stop")
         restarts = ChildRestarts(sup, {"Prefect server": lambda: start_prefect(sup, logs),
                                        "store owner": lambda: start_store(sup, logs),
                                        "API": lambda: start_api(sup, host, port),
                                        "flow runner": lambda: start_runner(sup, logs)})
+        recorded: list[int] = []
         while not sup.stopping:
+            pids = [child.process.pid for child in sup.children]
+            if pids != recorded:  # who to stop should this supervisor die without stopping them
+                orphans.write_record(settings.run_dir, [(c.name, c.process.pid) for c in sup.children])
+                recorded = pids
             crashed = next((child for child in sup.children if not child.alive()), None)
             if crashed is not None and not restarts.handle(crashed):
                 code = 1
@@ -126,5 +166,6 @@ def serve(settings: Settings, host: str, port: int) -> int:
             time.sleep(0.5)
     finally:
         sup.stop_all()
+        orphans.clear_record(settings.run_dir)
         say("stopped")
     return code

@@ -38,7 +38,7 @@ class PromptOptimizationController(Controller):
          summary="Read an optimization's status", responses=error_responses(404))
     async def status(self, optimization_run_id: FromPath[str], user: NamedDependency[User],
                      runs: NamedDependency[PromptOptimizationService]) -> OptimizeStatusResponse:
-        status, position, error = runs.status(optimization_run_id, user)
+        status, position, error = await runs.status(optimization_run_id, user)
         return OptimizeStatusResponse(optimization_run_id, status, position, error)
 
     @get("/optimizeResults/{optimization_run_id:str}", operation_id="optimizeResults",
@@ -64,7 +64,7 @@ class PromptOptimizationController(Controller):
          summary="Read an optimization's status (older name)", responses=error_responses(404))
     async def adapt_status(self, adaptation_run_id: FromPath[str], user: NamedDependency[User],
                            runs: NamedDependency[PromptOptimizationService]) -> AdaptStatusResponse:
-        status, position, error = runs.status(adaptation_run_id, user)
+        status, position, error = await runs.status(adaptation_run_id, user)
         return AdaptStatusResponse(adaptation_run_id, status, position, error)
 
     @get("/adaptResults/{adaptation_run_id:str}", operation_id="adaptResults",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from api.custom_router.model import load_custom_router
 from api.errors import ApiError, BadRequest, ServiceUnavailable
-from storage.records import OPEN_JOB_STATUSES, Preference, RouterState
+from storage.records import OPEN_JOB_STATUSES, Preference, RouterState, is_key_subject
 
 if TYPE_CHECKING:
     from api.custom_router.model import CustomRouter
@@ -69,6 +69,8 @@ class CustomRouterRegistry:
         return self
 
     def refresh(self, preference_id: str) -> None:
+        if is_key_subject(preference_id):  # a revoked key, not a preference
+            return
         with self._sync:
             self._apply(self.store.routers.state(preference_id))
 

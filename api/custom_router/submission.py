@@ -27,7 +27,8 @@ from api.errors import (
     RequestTimeout,
     ServiceUnavailable,
 )
-from api.launcher import TRAIN_CUSTOM_ROUTER, FlowLauncher
+from api.launcher import TRAIN_CUSTOM_ROUTER, FlowLauncher, why_not_queued
+from api.offload import off_loop
 from api.schemas.model_select import LLMProvider
 from api.schemas.router_training import TrainCustomRouterForm
 from api.selection.candidates import resolve
@@ -38,7 +39,10 @@ from storage.records import OPEN_JOB_STATUSES, User
 def resolve_models(raw: str, catalogue: Catalogue) -> list[dict[str, Any]]:
     """llm_providers (a JSON string) -> one entry per model: CSV column prefix, canonical key, prices."""
     try:
-        entries = msgspec.json.decode(raw.encode(), type=list[LLMProvider])
+        entries = msgspec.json.decode(raw.encode("utf-8", "surrogatepass"), type=list[LLMProvider])
+    except RecursionError:  # msgspec's decoder gives up on very deep nesting this way
+        raise BadRequest("llm_providers is nested too deeply; send a JSON array of {provider, model} objects",
+                         code="INVALID_LLM_PROVIDERS") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise BadRequest(f"llm_providers must be a JSON array of {{provider, model}} objects: {exc}",
                          code="INVALID_LLM_PROVIDERS") from None
@@ -71,7 +75,7 @@ class RouterTrainingService:
         models = resolve_models(form.llm_providers, self.catalogue)
         override = True if form.override is None else form.override
         if form.preference_id is not None:
-            self._check_preference(user, form.preference_id, override)
+            await off_loop(self._check_preference, user, form.preference_id, override)
 
         raw = await form.dataset_file.read()
         limit = self.settings.upload_max_bytes
@@ -82,10 +86,11 @@ class RouterTrainingService:
         path = self.settings.layout.uploads_dir / "router_training" / f"{dataset_id}.parquet"
         rows = await self._validate_and_store(raw, form.prompt_column, models, path)
 
-        pref_id = form.preference_id or self.store.preferences.create(
-            user.user_id, "Custom router " + datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")).preference_id
-        start = self.store.routers.start_training(user.user_id, pref_id, str(path), form.language, form.maximize,
-                                                 json.dumps(models), rows)
+        pref_id = form.preference_id or (await off_loop(
+            self.store.preferences.create, user.user_id,
+            "Custom router " + datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))).preference_id
+        start = await off_loop(self.store.routers.start_training, user.user_id, pref_id, str(path), form.language,
+                               form.maximize, json.dumps(models), rows)
         for old in start.superseded:  # their jobs are already `cancelled` in storage; stop the runs too
             if old.flow_run_id:
                 try:
@@ -97,11 +102,12 @@ class RouterTrainingService:
         try:
             flow_run_id = await self.launcher.trigger(TRAIN_CUSTOM_ROUTER, params)
         except Exception as exc:
-            self.store.jobs.update(start.job.job_id, status="failed", only_if_open=True,
-                                  error=f"could not queue the training flow: {exc}")
-            raise ServiceUnavailable(f"the dataset is valid but the training flow could not be queued ({exc}); "
-                                     "try again shortly", code="FLOW_UNAVAILABLE") from exc
-        self.store.jobs.mark_queued(start.job.job_id, flow_run_id)
+            reason = why_not_queued(exc, TRAIN_CUSTOM_ROUTER)
+            await off_loop(self.store.jobs.update, start.job.job_id, status="failed", only_if_open=True,
+                           error=f"could not queue the training flow: {reason}")
+            raise ServiceUnavailable(f"the dataset is valid but the training flow could not be queued: {reason}; "
+                                     "try again shortly", code="FLOW_UNAVAILABLE", headers={"Retry-After": "5"}) from exc
+        await off_loop(self.store.jobs.mark_queued, start.job.job_id, flow_run_id)
         return pref_id
 
     def _check_preference(self, user: User, preference_id: str, override: bool) -> None:
@@ -117,10 +123,10 @@ class RouterTrainingService:
                            code="CUSTOM_ROUTER_EXISTS", details={"preference_id": preference_id})
 
     async def _validate_and_store(self, raw: bytes, prompt_column: str, models: list[dict], path: Path) -> int:
-        # lazy: polars loads on the first upload, never on modelSelect's path
-        from api.custom_router import validation
+        def work() -> int:  # in a worker thread: parsing, and polars' first import, never stall the event loop
+            # lazy: polars loads on the first upload, never on modelSelect's path
+            from api.custom_router import validation
 
-        def work() -> int:
             dataset = validation.validate(raw, prompt_column, [m["column_prefix"] for m in models])
             path.parent.mkdir(parents=True, exist_ok=True)
             dataset.frame.rename({prompt_column: "prompt"} if prompt_column != "prompt" else {}).write_parquet(path)

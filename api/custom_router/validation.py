@@ -14,8 +14,10 @@ the first data row under the header):
 - lines with every field empty are skipped; then at least 25 rows (INSUFFICIENT_SAMPLES) and at most 10,000
   (TOO_MANY_ROWS). The byte limit (413) and the parse time limit (408) are enforced by the caller;
 - hostile shapes are bounded before polars parses anything: at most 1,000 columns (TOO_MANY_COLUMNS, checked on
-  the header line alone) and at most 500,000 characters in a kept cell (CELL_TOO_LARGE, about the largest context
-  window in the catalogue).
+  the header alone), column names of at most 1,000 characters (COLUMN_NAME_TOO_LONG) and at most 500,000
+  characters in a kept cell (CELL_TOO_LARGE, about the largest context window in the catalogue);
+- line endings may be CRLF, LF or CR alone (Excel's "CSV (Macintosh)"); the prompt column must not be one of the
+  models' score or response columns (INVALID_PROMPT_COLUMN).
 Cells are stored as text and never evaluated: a spreadsheet formula such as `=HYPERLINK(...)` is a prompt like
 any other. Nothing in the service exports uploads as CSV again; an export would have to escape leading `=+-@`.
 """
@@ -35,6 +37,7 @@ MIN_ROWS = 25
 MAX_ROWS = 10_000
 MAX_COLUMNS = 1_000
 MAX_CELL_CHARS = 500_000
+MAX_COLUMN_NAME_CHARS = 1_000
 MODEL_SUFFIXES = ("/score", "/response")
 
 
@@ -69,10 +72,29 @@ def _decode(raw: bytes) -> str:
                    "decoded; save the CSV as UTF-8", byte_offset=exc.start, row=row) from None
 
 
+def _header(text: str) -> list[str]:
+    """The first record, read by the csv module (quotes respected) before polars sees anything."""
+    try:
+        return next(csv.reader(io.StringIO(text)), [])
+    except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            raise fail("COLUMN_NAME_TOO_LONG", f"a column name of dataset_file is longer than "
+                       f"{csv.field_size_limit():,} characters; column names may have at most "
+                       f"{MAX_COLUMN_NAME_CHARS:,}", maximum=MAX_COLUMN_NAME_CHARS) from None
+        raise fail("INVALID_CSV", f"dataset_file's header is not readable CSV: {exc}") from None
+
+
 def _parse(text: str) -> pl.DataFrame:
     if not text.strip():
         raise fail("EMPTY_DATASET", "dataset_file is empty")
-    names = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+    # One line ending for csv and polars alike; a CR inside a quoted cell becomes a newline there, which it meant.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    names = _header(text)
+    long_name = next((n for n in names if len(n) > MAX_COLUMN_NAME_CHARS), None)
+    if long_name is not None:
+        raise fail("COLUMN_NAME_TOO_LONG", f"a column name of dataset_file has {len(long_name):,} characters; "
+                   f"at most {MAX_COLUMN_NAME_CHARS:,} are accepted", maximum=MAX_COLUMN_NAME_CHARS,
+                   column=long_name)
     if len(names) > MAX_COLUMNS:
         raise fail("TOO_MANY_COLUMNS", f"dataset_file has {len(names):,} columns; at most {MAX_COLUMNS:,} are "
                    "accepted", columns=len(names), maximum=MAX_COLUMNS)
@@ -81,7 +103,7 @@ def _parse(text: str) -> pl.DataFrame:
         raise fail("DUPLICATE_COLUMN", f"column {dupes[0]!r} appears more than once", columns=dupes)
     try:
         frame = pl.read_csv(io.StringIO(text), infer_schema=False)
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError) as exc:
+    except pl.exceptions.PolarsError as exc:  # any parse failure is the file's, never a 500
         raise _unreadable(str(exc), text) from None
     return frame
 
@@ -104,6 +126,9 @@ def validate(raw: bytes, prompt_column: str, model_keys: list[str]) -> ValidData
                    f"(columns: {', '.join(columns[:20])})", column=prompt_column)
     models = [ModelColumns(k, f"{k}/score", f"{k}/response") for k in model_keys]
     wanted = {c for m in models for c in (m.score, m.response)}
+    if prompt_column in wanted:
+        raise fail("INVALID_PROMPT_COLUMN", f"prompt_column {prompt_column!r} is a model's score or response column;"
+                   " name the column that holds the prompts", column=prompt_column)
     for m in models:
         missing = [c for c in (m.score, m.response) if c not in columns]
         if missing:

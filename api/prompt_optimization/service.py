@@ -6,12 +6,12 @@ import json
 import logging
 from collections import Counter
 
-import anyio
 import msgspec
 
 from api.catalogue import Catalogue
 from api.errors import Forbidden, NotFound, ServiceUnavailable, TooManyRequests
-from api.launcher import OPTIMIZE_PROMPT, FlowLauncher
+from api.launcher import OPTIMIZE_PROMPT, FlowLauncher, why_not_queued
+from api.offload import off_loop
 from api.prompt_optimization.usage_log import run_usage
 from api.prompt_optimization.validation import check_access, validate
 from api.schemas.prompt_optimization import (
@@ -41,8 +41,8 @@ class PromptOptimizationService:
     async def start(self, req: OptimizeRequest, user: User) -> str:
         check_access(user)
         valid = validate(req, user, self.catalogue)
-        started = self.store.optimizations.start(
-            user.user_id, user.organization_id, json.dumps(valid.spec), valid.evaluation_metric,
+        started = await off_loop(
+            self.store.optimizations.start, user.user_id, user.organization_id, json.dumps(valid.spec), valid.evaluation_metric,
             valid.evaluation_config, req.prototype_mode, valid.spec["origin"], valid.spec["targets"])
         if started.run is None:
             raise TooManyRequests(f"prompt optimization run {started.running_run_id} is still in progress; one run"
@@ -52,15 +52,17 @@ class PromptOptimizationService:
         try:
             flow_run_id = await self.launcher.trigger(OPTIMIZE_PROMPT, {"run_id": run_id})
         except Exception as exc:
-            self.store.optimizations.finish(run_id, "failed", f"could not queue the optimization flow: {exc}")
-            raise ServiceUnavailable(f"the optimization flow could not be queued ({exc}); try again shortly",
-                                     code="FLOW_UNAVAILABLE") from exc
-        self.store.jobs.mark_queued(run_id, flow_run_id)
+            reason = why_not_queued(exc, OPTIMIZE_PROMPT)
+            await off_loop(self.store.optimizations.finish, run_id, "failed",
+                           f"could not queue the optimization flow: {reason}")
+            raise ServiceUnavailable(f"the optimization flow could not be queued: {reason}; try again shortly",
+                                     code="FLOW_UNAVAILABLE", headers={"Retry-After": "5"}) from exc
+        await off_loop(self.store.jobs.mark_queued, run_id, flow_run_id)
         return run_id
 
-    def _own(self, run_id: str, user: User, foreign_is_404: bool = False) -> OptimizationRun:
+    async def _own(self, run_id: str, user: User, foreign_is_404: bool = False) -> OptimizationRun:
         check_access(user)
-        run = self.store.optimizations.get(run_id)
+        run = await off_loop(self.store.optimizations.get, run_id)
         if run is None or (foreign_is_404 and run.user_id != user.user_id):
             raise NotFound(f"optimization run {run_id!r} not found", code="RUN_ID_NOT_FOUND",
                            details={"optimization_run_id": run_id})
@@ -69,18 +71,18 @@ class PromptOptimizationService:
                             details={"optimization_run_id": run_id})
         return run
 
-    def status(self, run_id: str, user: User) -> tuple[str, int | None, str | None]:
-        run = self._own(run_id, user, foreign_is_404=True)  # the spec gives status no 403
+    async def status(self, run_id: str, user: User) -> tuple[str, int | None, str | None]:
+        run = await self._own(run_id, user, foreign_is_404=True)  # the interface gives status no 403
         position = None
         if run.status == "queued":
-            position = self.store.optimizations.queue_position(run_id)
+            position = await off_loop(self.store.optimizations.queue_position, run_id)
             if position is None:  # it left the queue between the two reads: answer where it is now
-                run = self._own(run_id, user, foreign_is_404=True)
+                run = await self._own(run_id, user, foreign_is_404=True)
         return run.status, position, run.error
 
     async def results(self, run_id: str, user: User) -> OptimizationResults:
-        run = self._own(run_id, user)
-        usage = await anyio.to_thread.run_sync(run_usage, self.settings.events_dir, run_id)
+        run = await self._own(run_id, user)
+        usage = await off_loop(run_usage, self.settings.events_dir, run_id)
         spec = json.loads(run.request)
         requests = Counter(f"{r['provider']}/{r['model']}" for r in usage)
         origin, targets = None, []
@@ -117,8 +119,8 @@ class PromptOptimizationService:
             prototype_mode=run.prototype_mode, error=run.error)
 
     async def costs(self, run_id: str, user: User) -> CostResponse:
-        self._own(run_id, user)
-        usage = await anyio.to_thread.run_sync(run_usage, self.settings.events_dir, run_id)
+        await self._own(run_id, user)
+        usage = await off_loop(run_usage, self.settings.events_dir, run_id)
         records = [msgspec.convert({**r, "optimization_run_id": r["adaptation_run_id"]}, UsageRecord)
                    for r in usage]
         return CostResponse(optimization_run_id=run_id, total_cost=sum(r.total_cost for r in records),

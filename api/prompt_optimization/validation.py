@@ -168,9 +168,7 @@ def validate(req: OptimizeRequest, user: User, catalogue: Catalogue) -> ValidReq
         if lacking:
             raise ValidationFailed(f"{metric} is a supervised metric: every golden needs an answer ({len(lacking)}"
                                    " have none)", code="MISSING_ANSWERS", details={"without_answer": len(lacking)})
-    score = req.origin_model_evaluation_score
-    if score is not None and not math.isfinite(score):
-        raise ValidationFailed("origin_model_evaluation_score must be a finite number", code="INVALID_SCORE")
+    score = req.origin_model_evaluation_score  # bounded to the metric's 0..1 scale by the schema
     spec = {"system_prompt": req.system_prompt, "template": req.template, "fields": fields,
             "train": [{"fields": g.fields, "answer": g.answer} for g in train],
             "test": [{"fields": g.fields, "answer": g.answer} for g in test],

@@ -4,11 +4,10 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
-CostQualityTradeoff = Annotated[int, msgspec.Meta(ge=0, le=10)]
-PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+from api.schemas.common import ContextLength, CostQualityTradeoff, LatencySeconds, ModelDepth, PricePerMillion
+
 ModelId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 ProviderName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 Identifier = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 
 
@@ -19,10 +18,10 @@ class LLMProvider(msgspec.Struct):
     model: ModelId
     provider: ProviderName | None = None
     is_custom: bool = False
-    context_length: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    input_price: NonNegative | None = None
-    output_price: NonNegative | None = None
-    latency: NonNegative | None = None
+    context_length: ContextLength | None = None
+    input_price: PricePerMillion | None = None
+    output_price: PricePerMillion | None = None
+    latency: LatencySeconds | None = None
 
 
 class Message(msgspec.Struct):
@@ -36,7 +35,7 @@ class ModelSelectRequest(msgspec.Struct):
     tools: list[dict[str, Any]] | None = None
     hash_content: bool | None = None
     metric: str = "accuracy"
-    max_model_depth: PositiveInt | None = None
+    max_model_depth: ModelDepth | None = None
     tradeoff: Literal["cost", "latency"] | None = None
     cost_quality_tradeoff: CostQualityTradeoff | None = None
     preference_id: Identifier | None = None

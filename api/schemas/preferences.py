@@ -5,9 +5,9 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from api.schemas.common import CostQualityTradeoff, ModelDepth
+
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, description="A label people recognise")]
-CostQualityTradeoff = Annotated[int, msgspec.Meta(ge=0, le=10)]
-ModelDepth = Annotated[int, msgspec.Meta(ge=1, le=1000)]
 
 
 class PreferenceCreateRequest(msgspec.Struct):

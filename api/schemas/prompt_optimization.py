@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 
+from api.schemas.common import Score
+
 
 class GoldenRecord(msgspec.Struct):
     fields: dict[str, str]
@@ -30,7 +32,7 @@ class OptimizeRequest(msgspec.Struct):
     evaluation_metric: str | None = None
     evaluation_config: str | dict[str, Any] | None = None
     prototype_mode: bool = False
-    origin_model_evaluation_score: float | None = None
+    origin_model_evaluation_score: Score | None = None
 
 
 class OptimizeResponse(msgspec.Struct):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
-from storage.records import Preference
+from storage.records import Preference, is_key_subject
 
 
 class PreferenceCache:
@@ -26,6 +26,11 @@ class PreferenceCache:
     def attach(self) -> "PreferenceCache":
         self.store.subscribe(self.invalidate, resync=self.clear)
         return self
+
+    def cached(self, preference_id: str) -> bool:
+        """Whether get_preference would answer from memory (no RPC)."""
+        hit = self._entries.get(preference_id)
+        return hit is not None and hit[0] > time.monotonic()
 
     def get_preference(self, user_id: str, preference_id: str) -> Preference | None:
         hit = self._entries.get(preference_id)
@@ -43,6 +48,8 @@ class PreferenceCache:
         return pref
 
     def invalidate(self, preference_id: str) -> None:
+        if is_key_subject(preference_id):  # a revoked key, not a preference
+            return
         with self._lock:
             self._generation += 1
             self._entries.pop(preference_id, None)

@@ -28,6 +28,24 @@ from api.selection.sessions import SessionLog, new_session_id
 from storage.records import Preference, User
 
 KNOWN_METRICS = ("accuracy",)
+# Above this many characters of messages, a request is read and featurised in a worker thread (a 2 MB body takes
+# milliseconds, which every other request on the event loop would wait for).
+LARGE_REQUEST_CHARS = 20_000
+
+
+def request_chars(req: ModelSelectRequest) -> int:
+    """A cheap upper bound on the text a request carries (content strings and parts, tool definitions aside)."""
+    if isinstance(req.messages, str):
+        return len(req.messages)
+    total = 0
+    for message in req.messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            total += len(content)
+        elif isinstance(content, list):
+            total += sum(len(p.get("text", "")) if isinstance(p, dict) and isinstance(p.get("text"), str) else 0
+                         for p in content)
+    return total
 
 
 class ScoringRouter(Protocol):
@@ -39,6 +57,8 @@ class ScoringRouter(Protocol):
 
 class PreferenceLookup(Protocol):
     def get_preference(self, user_id: str, preference_id: str) -> Preference | None: ...
+
+    def cached(self, preference_id: str) -> bool: ...
 
 
 class RouterSource(Protocol):
@@ -103,9 +123,14 @@ class SelectionService:
         return pref
 
     def may_block(self, req: ModelSelectRequest) -> bool:
-        """Whether select() may take tens of milliseconds (a custom router that embeds the text with e5), so the
-        caller should run it off the event loop. Ownership of the preference is checked by select() itself."""
-        return req.preference_id is not None and self.custom_routers.embeds_text(req.preference_id)
+        """Whether select() may wait or work for more than a fraction of a millisecond, so the caller should run it
+        off the event loop: a preference not cached yet (an RPC to the store owner, which may be slow or
+        restarting), a custom router that embeds the text with e5, or a prompt large enough that reading and
+        featurising it takes milliseconds. Ownership of the preference is checked by select() itself."""
+        if req.preference_id is not None and (not self.preferences.cached(req.preference_id)
+                                              or self.custom_routers.embeds_text(req.preference_id)):
+            return True
+        return request_chars(req) > LARGE_REQUEST_CHARS
 
     def select(self, req: ModelSelectRequest, user: User, type_param: str | None) -> ModelSelectResponse:
         started = time.perf_counter_ns()

@@ -8,7 +8,7 @@ import uuid
 from storage import keys as keyfmt
 from storage.database import Database, now
 from storage.errors import StoreError
-from storage.records import ApiKeyInfo, IssuedKey, User
+from storage.records import ApiKeyInfo, IssuedKey, User, key_subject
 
 
 class AccountRepository:
@@ -60,15 +60,18 @@ class AccountRepository:
 
     def revoke_key(self, key_ref: str) -> ApiKeyInfo:
         with self._db.lock:
-            rows = self._db.rows("SELECT key_id FROM api_keys WHERE key_id = ? OR key_prefix = ? OR key_hash = ?",
-                                 [key_ref, key_ref, keyfmt.hash_key(key_ref)])
+            rows = self._db.rows("SELECT key_id, key_hash FROM api_keys WHERE key_id = ? OR key_prefix = ?"
+                                 " OR key_hash = ?", [key_ref, key_ref, keyfmt.hash_key(key_ref)])
             if not rows:
                 raise StoreError(f"no API key matches {key_ref!r}; see `switchboard keys list`")
             if len(rows) > 1:
                 raise StoreError(f"{key_ref!r} matches {len(rows)} keys; revoke by key id instead")
             self._db.run("UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE key_id = ?",
                          [now(), rows[0][0]])
-            return next(k for k in self.list_keys() if k.key_id == rows[0][0])
+            info = next(k for k in self.list_keys() if k.key_id == rows[0][0])
+        # Every API worker drops the key from its auth cache: at once here, within the change feed's poll elsewhere.
+        self._db.notify(key_subject(rows[0][1]))
+        return info
 
     def count_active_keys(self) -> int:
         return self._db.rows("SELECT count(*) FROM api_keys WHERE revoked_at IS NULL")[0][0]

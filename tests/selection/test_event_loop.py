@@ -1,5 +1,6 @@
-"""modelSelect keeps the event loop free: a custom router that embeds text with e5 (tens of milliseconds) runs
-in a worker thread, the default path stays on the loop (a thread hop would cost more than its ~0.3 ms)."""
+"""modelSelect keeps the event loop free: what may wait or work for milliseconds runs in a worker thread (a custom
+router that embeds text with e5, a preference not cached yet, which is a call to the store owner, a very large
+prompt); the default path stays on the loop (a thread hop would cost more than its ~0.3 ms)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,12 @@ def test_an_e5_router_runs_off_the_event_loop_and_the_default_path_on_it(client,
             "llm_providers": [{"provider": "openai", "model": "gpt-4o"},
                               {"provider": "openai", "model": "gpt-4o-mini"}]}
 
-    for pid in (slow, plain, None):
+    client.app.state.services.selection.preferences.clear()  # the creates above cached nothing to rely on
+    for pid in (slow, plain, plain, None):
         r = client.post(SELECT, headers=h, json={**body, "preference_id": pid} if pid else body)
         assert r.status_code == 200, r.text
-    assert routers.on_event_loop == [False, True, True]
+    # e5 router: thread; a preference read from the store: thread; then cached: loop; no preference: loop.
+    assert routers.on_event_loop == [False, False, True, True]
+    large = {**body, "messages": "Summarise this. " + "lorem ipsum " * 3_000}
+    assert client.post(SELECT, headers=h, json=large).status_code == 200
+    assert routers.on_event_loop[-1] is False

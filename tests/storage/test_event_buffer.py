@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -79,3 +80,38 @@ def test_close_flushes_what_is_buffered_and_a_large_row_fits(tmp_path):
     buf.close()
     rows = read_all(tmp_path)
     assert len(rows) == 1001 and rows[-1]["text"] == big and rows[999]["count"] == 999
+
+
+def test_a_row_that_does_not_fit_is_set_aside_and_the_others_are_written(tmp_path):
+    buf = EventBuffer(tmp_path, "t", SCHEMA)
+    buf.add({"id": "before", "count": 1})
+    buf.add({"id": "poison", "count": 2**31})  # encodes as JSON, but no int32 column holds it
+    buf.add({"id": "after", "count": 3})
+    assert buf.flush() == 2 and buf.pending() == 0
+    assert [r["id"] for r in read_all(tmp_path)] == ["before", "after"]
+    letters = [json.loads(line) for line in buf.dead_letter_path().read_text().splitlines()]
+    assert [(d["row"]["id"], d["table"]) for d in letters] == [("poison", "t")]
+    assert "int32" in letters[0]["error"]
+    buf.add({"id": "later", "count": 4})  # the log keeps working
+    assert buf.flush() == 1
+
+
+def test_rows_kept_through_a_write_outage_are_bounded(tmp_path, monkeypatch):
+    buf = EventBuffer(tmp_path, "t", SCHEMA, max_pending_bytes=200)
+    monkeypatch.setattr(events, "append", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left")))
+    for i in range(20):
+        buf.add({"id": f"row-{i:02d}", "text": "x" * 20})
+        with pytest.raises(OSError):
+            buf.flush()
+    assert 0 < buf.pending() < 20 and buf.dropped == 20 - buf.pending()
+    monkeypatch.undo()
+    buf.flush()
+    assert [r["id"] for r in read_all(tmp_path)][-1] == "row-19"  # the newest rows are the ones kept
+
+
+def test_close_does_not_raise_when_the_last_write_fails(tmp_path, monkeypatch):
+    buf = EventBuffer(tmp_path, "t", SCHEMA)
+    buf.add({"id": "a"})
+    monkeypatch.setattr(events, "append", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left")))
+    buf.close()  # logged, not raised: whoever closes several buffers closes them all
+    assert buf.pending() == 1
