@@ -13,6 +13,7 @@ from litestar.openapi.spec import Components
 
 from api.auth import SECURITY_SCHEMES, current_user
 from api.controllers.feedback import report_feedback
+from api.controllers.health import ready
 from api.controllers.internal import OWNER_ROUTES
 from api.controllers.model_select import model_select
 from api.controllers.models import list_models
@@ -73,11 +74,12 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     # own size is checked exactly (413 naming the limit) by the training service.
     train_custom_router.request_max_body_size = settings.upload_max_bytes + 256 * 1024
     app = Litestar(
-        route_handlers=[list_models, PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
+        route_handlers=[ready, list_models, PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
                         train_custom_router, PromptOptimizationController],
         lifespan=[lifespan],
         dependencies={"owner": Provide(provide_owner, sync_to_thread=False),
                       "authenticator": component("authenticator"),
+                      "readiness": component("readiness"),
                       "user": Provide(current_user)},
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=settings.max_body_bytes,

@@ -10,6 +10,7 @@ from api.custom_router.registry import CustomRouterRegistry
 from api.custom_router.submission import RouterTrainingService
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
+from api.readiness import Readiness
 from api.selection.feedback import FeedbackService
 from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
@@ -30,3 +31,4 @@ class Services:
     custom_routers: CustomRouterRegistry
     router_training: RouterTrainingService
     prompt_optimization: PromptOptimizationService
+    readiness: Readiness

@@ -63,6 +63,8 @@ class Settings:
     # (about 30 s more training at the limit; docs/routing.md); 0 keeps every English router on
     # the static featurizer (no e5 call when serving).
     custom_router_e5_max_chars: int = 300_000
+    # Prefect's own client setting, read here too for readiness probes of a server that requires it.
+    prefect_auth_string: str | None = None
 
     @property
     def layout(self) -> DataDir:
@@ -159,6 +161,7 @@ def get_settings() -> Settings:
         host=os.environ.get("SWITCHBOARD_HOST", "127.0.0.1"),
         port=_int("SWITCHBOARD_PORT", 8000),
         prefect_api_url=os.environ.get("PREFECT_API_URL") or None,
+        prefect_auth_string=os.environ.get("PREFECT_API_AUTH_STRING") or None,
         prefect_port=_int("SWITCHBOARD_PREFECT_PORT", 4200),
         max_body_bytes=_int("SWITCHBOARD_MAX_BODY_BYTES", 2 * 1024 * 1024),
         upload_max_bytes=_int("SWITCHBOARD_UPLOAD_MAX_BYTES", 5 * 1024 * 1024),

@@ -12,6 +12,7 @@ from api.launcher import PrefectLauncher
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
 from api.rate_limit import JOBS, KEY_LOOKUP, SELECT, Limit, RateLimiter
+from api.readiness import Readiness
 from api.restart_rule import apply_restart_rule
 from api.routing.default_router import load_default_router
 from api.selection.feedback import FeedbackService
@@ -53,7 +54,8 @@ def build_services(settings: Settings, store: Store) -> Services:
                                     rate_limiter(settings)).attach(store),
         selection=selection, feedback=feedback, sessions=sessions,
         preferences=PreferenceService(store.preferences, store.routers, settings.layout),
-        custom_routers=registry, router_training=training, prompt_optimization=runs)
+        custom_routers=registry, router_training=training, prompt_optimization=runs,
+        readiness=Readiness(store, settings.prefect_api_url, settings.prefect_auth_string))
 
 
 def tune_garbage_collector() -> None:

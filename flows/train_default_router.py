@@ -9,7 +9,6 @@ corpus' e5 vectors) and checks it reproduces too.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,15 +17,12 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR
+from flows.artefacts import equivalent
 from flows.default_router.train import train_default_router
 
 # The public RouteLLM data sits beside a checkout (../shared/data); runs elsewhere pass data_dir.
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "routellm"
 DEFAULT_ARTEFACT = DEFAULT_ARTEFACT_DIR
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @task(name="stage-artefact-folder")
@@ -59,8 +55,7 @@ ARTEFACT_FILES = ("router.json", "encoder.json", "static_embedding.npy")
 
 @task(name="promote-artefact")
 def promote(staging: Path, artefact_dir: Path, publish: bool) -> dict:
-    changed = [name for name in ARTEFACT_FILES
-               if not (artefact_dir / name).exists() or _sha256(staging / name) != _sha256(artefact_dir / name)]
+    changed = [name for name in ARTEFACT_FILES if not equivalent(staging / name, artefact_dir / name)]
     if publish:
         for name in changed:
             shutil.copy2(staging / name, artefact_dir / name)

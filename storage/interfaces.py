@@ -137,6 +137,10 @@ class Optimizations(Protocol):
 
 
 class Maintenance(Protocol):
+    def ping(self) -> bool:
+        """True when the system of record answers a query (readiness probes)."""
+        ...
+
     def checkpoint(self) -> None:
         """Fold the write-ahead log into the database file (housekeeping)."""
         ...

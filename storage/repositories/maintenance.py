@@ -33,6 +33,9 @@ class MaintenanceRepository:
     def __init__(self, db: Database) -> None:
         self._db = db
 
+    def ping(self) -> bool:
+        return self._db.rows("SELECT 1") == [(1,)]
+
     def checkpoint(self) -> None:
         self._db.run("CHECKPOINT")
 

@@ -52,7 +52,7 @@ def test_cli_talks_to_the_running_owner(service: Service) -> None:
 def test_housekeeping_deployment_runs_on_the_runner(service: Service) -> None:
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
     async def run() -> str:
         flow_run = await run_deployment("housekeeping/housekeeping", timeout=90, poll_interval=1)
@@ -60,7 +60,7 @@ def test_housekeeping_deployment_runs_on_the_runner(service: Service) -> None:
             return (await client.read_flow_run(flow_run.id)).state.type.value
 
     # Prefect reads its settings at import; temporary_settings points this process at the service's server.
-    with temporary_settings({PREFECT_API_URL: service.prefect_url}):
+    with temporary_settings({PREFECT_API_URL: service.prefect_url, PREFECT_API_AUTH_STRING: service.prefect_login}):
         assert asyncio.run(run()) == "COMPLETED"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -21,6 +22,8 @@ def test_flow_reproduces_the_committed_router_and_reports_heldout_metrics(prefec
 
     result = train_default_router_flow(artefact_dir=str(artefact), publish=True)
 
+    # Held-out metrics exactly; parameters within a tolerance (another CPU's floating point moves the last digits).
+    assert result["heldout"] == json.loads(committed)["heldout_report"]
     assert result["reproduces_committed"] is True, "rerunning the flow must reproduce the committed artefact"
     assert result["changed"] == []
     assert result["published"] is False and (artefact / "router.json").read_bytes() == committed
@@ -61,3 +64,22 @@ def test_flow_rebuilds_the_encoder_from_data_and_reproduces_it(prefect_harness, 
     again = train_default_router_flow(data_dir=str(data), artefact_dir=str(artefact), rebuild_encoder=True,
                                       e5_cache=str(cache))
     assert again["reproduces_committed"] is True and again["changed"] == []
+
+
+def test_artefacts_compare_by_meaning_not_bytes(tmp_path):
+    import numpy as np
+
+    from flows.artefacts import equivalent
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"w": [0.1234567, 2.0], "name": "x", "n": 3}))
+    b.write_text(json.dumps({"w": [0.1234568, 2.0], "name": "x", "n": 3}))  # a last-digit drift: the same
+    assert equivalent(a, b)
+    b.write_text(json.dumps({"w": [0.1244567, 2.0], "name": "x", "n": 3}))  # a real change
+    assert not equivalent(a, b)
+    x, y = tmp_path / "x.npy", tmp_path / "y.npy"
+    np.save(x, np.array([1.0, 2.0], np.float32))
+    np.save(y, np.array([1.0, 2.0 + 1e-7], np.float32))
+    assert equivalent(x, y)
+    np.save(y, np.array([1.0, 2.1], np.float32))
+    assert not equivalent(x, y)

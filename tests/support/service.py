@@ -96,6 +96,11 @@ class Service:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.admin_key}"}
 
+    @property
+    def prefect_login(self) -> str:
+        """`user:password` of the embedded Prefect server (PREFECT_API_AUTH_STRING for a client)."""
+        return (self.data_dir / "run" / "prefect-login").read_text().strip()
+
     def parts(self) -> dict[str, int]:
         """pid of each process-group leader the supervisor runs now: prefect, store, api, runner."""
         found = {}

@@ -1,0 +1,66 @@
+"""Readiness: whether this API process can serve everything, not only answer. Liveness is /internal/health.
+
+Ready means: the system of record answers (this process owns it, or the store owner replies), and the Prefect
+server answers with the deployments the API triggers registered, so an upload or an optimization queues at once.
+`switchboard serve` starts the API only after that is true; a probe in front of several API workers uses GET /ready
+(200, or 503 naming what is not ready). Results are cached for a second or two, so probes cannot load Prefect.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import httpx
+
+from api.launcher import OPTIMIZE_PROMPT, TRAIN_CUSTOM_ROUTER
+from api.offload import off_loop
+from storage.interfaces import Store
+
+TRIGGERED_DEPLOYMENTS = (TRAIN_CUSTOM_ROUTER, OPTIMIZE_PROMPT)
+CACHE_S = 2.0
+
+
+@dataclass
+class Readiness:
+    store: Store
+    prefect_api_url: str | None
+    prefect_auth: str | None = None  # PREFECT_API_AUTH_STRING, "user:password"
+    timeout_s: float = 2.0
+    _last: tuple[float, dict[str, str]] = field(default=(0.0, {}), repr=False)
+
+    async def checks(self) -> dict[str, str]:
+        """Each part's state: 'ok', or what is wrong."""
+        at, found = self._last
+        if found and time.monotonic() - at < CACHE_S:
+            return found
+        found = {"store": await self._store(), **await self._prefect()}
+        self._last = (time.monotonic(), found)
+        return found
+
+    async def _store(self) -> str:
+        if self.store.owns_file:
+            return "ok"
+        try:
+            await off_loop(self.store.maintenance.ping)
+        except Exception as exc:  # the owner is restarting or gone
+            return f"the store owner does not answer ({type(exc).__name__})"
+        return "ok"
+
+    async def _prefect(self) -> dict[str, str]:
+        if not self.prefect_api_url:
+            return {"prefect": "no Prefect server configured (PREFECT_API_URL): flows cannot be queued"}
+        auth = tuple(self.prefect_auth.split(":", 1)) if self.prefect_auth and ":" in self.prefect_auth else None
+        base = self.prefect_api_url.rstrip("/")
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout_s, auth=auth) as client:  # type: ignore[arg-type]
+                if (await client.get(f"{base}/health")).status_code != 200:
+                    return {"prefect": "the Prefect server is not healthy"}
+                missing = [name for name in TRIGGERED_DEPLOYMENTS
+                           if (await client.get(f"{base}/deployments/name/{name}")).status_code != 200]
+        except httpx.HTTPError as exc:
+            return {"prefect": f"the Prefect server does not answer ({type(exc).__name__})"}
+        if missing:
+            return {"prefect": "ok", "deployments": f"not registered yet: {', '.join(missing)} (the flow runner is "
+                                                    "starting)"}
+        return {"prefect": "ok", "deployments": "ok"}
