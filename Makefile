@@ -39,7 +39,8 @@ bench-latency: install
 # modelSelect (tests/support/python_smoke.py). Slow (a few minutes); not part of `make test`.
 check-pythons: install
 	@for v in 3.11 3.12 3.13; do \
-	  py=$$(command -v python$$v || ls $$HOME/.pyenv/versions/$$v.*/bin/python$$v 2>/dev/null | head -n 1); \
+	  py=; for c in $$(command -v python$$v) $$HOME/.pyenv/versions/$$v.*/bin/python$$v; do \
+	    if [ -x "$$c" ] && "$$c" -c 'import sys' 2>/dev/null; then py=$$c; break; fi; done; \
 	  if [ -z "$$py" ]; then echo "python$$v: not found, skipped"; continue; fi; \
 	  rm -rf .venv-$$v && $(UV) venv -q -p $$py .venv-$$v && \
 	  $(UV) pip sync -q --python .venv-$$v/bin/python requirements.lock && \

@@ -1,0 +1,173 @@
+"""What careless or hostile traffic does to everyone else, on a real `switchboard serve` (store owner + API):
+
+1. modelSelect p99 (wrk, 16 connections) while large router-training uploads are parsed (target <= 30 ms);
+2. another user's modelSelect p50 during a flood of ~250 requests/s with random keys (target <= 5 ms);
+3. the store owner paused (SIGSTOP) for 12 s: cached keys keep their latency, an unknown key gets 503 within 2 s;
+4. how long a revocation takes to reach the API (target <= 1 s).
+
+    .venv/bin/python -m benchmarks.hostile_load [--seconds 20]
+
+Needs wrk (`apt-get install -y wrk`). Prints each figure against its target; exits 1 if one is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from benchmarks.routing_latency import CANDIDATES, LUA, to_ms
+from tests.support.service import BIN, Service, free_port, start_service
+
+MODELS = [("openai", "gpt-4o"), ("openai", "gpt-4o-mini")]
+
+
+def wrk(script: Path, url: str, seconds: int, connections: int) -> dict[str, float]:
+    out = subprocess.run(["wrk", "-t1", "-c", str(connections), "-d", f"{seconds}s", "--latency", "-s", str(script),
+                          url], capture_output=True, text=True, check=True).stdout
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"p50": to_ms(re.search(r"^\s*50%\s+(\S+)", out, re.M).group(1)),
+            "p99": to_ms(re.search(r"^\s*99%\s+(\S+)", out, re.M).group(1)),
+            "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+            "non2xx": float(non2xx.group(1)) if non2xx else 0.0}
+
+
+def upload_csv(rows: int) -> bytes:
+    """~5 MB that parse in full and are then refused (an invalid score on the last row): the API does all of an
+    upload's work, and no training flow starts to compete for the cores with what is measured."""
+    lines = ["prompt," + ",".join(f"{p}/{m}/{k}" for p, m in MODELS for k in ("score", "response"))]
+    filler = "lorem ipsum dolor sit amet " * 20
+    lines += [f'"question {i}: {filler}",{i % 2},"ok",{(i + 1) % 2},"ok"' for i in range(rows)]
+    lines.append('"the last question",not-a-number,"ok",1,"ok"')
+    return ("\n".join(lines) + "\n").encode()
+
+
+def keep_uploading(svc: Service, stop: threading.Event, done: list[float]) -> None:
+    data = upload_csv(9_000)  # ~5 MB: the largest upload allowed
+    providers = json.dumps([{"provider": p, "model": m} for p, m in MODELS])
+    with httpx.Client(timeout=120) as client:
+        while not stop.is_set():
+            started = time.monotonic()
+            r = client.post(f"{svc.api_url}/v2/pzn/trainCustomRouter", headers=svc.headers, files={
+                "dataset_file": ("evals.csv", data, "text/csv")}, data={
+                "language": "english", "llm_providers": providers, "prompt_column": "prompt", "maximize": "true"})
+            if r.status_code != 400 or r.json()["error"]["code"] != "INVALID_SCORE":
+                print(f"  upload answered {r.status_code}: {r.text[:200]}", flush=True)
+            done.append(time.monotonic() - started)
+
+
+def flood(url: str, rate: int, stop: threading.Event, statuses: dict[int, int]) -> None:
+    body = {"messages": "hello", "llm_providers": [{"provider": p, "model": m} for p, m in MODELS]}
+    with httpx.Client(timeout=10) as client:
+        i = 0
+        while not stop.is_set():
+            started = time.monotonic()
+            r = client.post(url, json=body, headers={"Authorization": f"Bearer sb-random-{os.getpid()}-{i}"})
+            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+            i += 1
+            time.sleep(max(0.0, 1.0 / rate - (time.monotonic() - started)))
+
+
+def revocation_delay(svc: Service) -> float:
+    out = subprocess.run([str(BIN / "switchboard"), "keys", "create", "--user", "revoke-me"], env=svc.env,
+                         capture_output=True, text=True, check=True).stdout
+    key = out.strip().splitlines()[-1]
+    headers = {"Authorization": f"Bearer {key}"}
+    body = {"messages": "hi", "llm_providers": [{"provider": p, "model": m} for p, m in MODELS]}
+    url = f"{svc.api_url}/v2/modelRouter/modelSelect"
+    assert httpx.post(url, json=body, headers=headers).status_code == 200  # the key is now in the auth cache
+    subprocess.run([str(BIN / "switchboard"), "keys", "revoke", key], env=svc.env, capture_output=True, check=True)
+    revoked = time.monotonic()
+    while httpx.post(url, json=body, headers=headers).status_code == 200:
+        if time.monotonic() - revoked > 60:
+            return float("inf")
+        time.sleep(0.02)
+    return time.monotonic() - revoked
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=int, default=20, help="seconds of each loaded measurement")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed: `apt-get install -y wrk` (Debian package)")
+    data = Path(tempfile.mkdtemp(prefix="switchboard-hostile-")) / "data"
+    svc = start_service(data, free_port(), free_port())
+    results: list[tuple[str, float, float, str]] = []  # (figure, value, target, unit)
+    try:
+        url = f"{svc.api_url}/v2/modelRouter/modelSelect"
+        providers = json.dumps([{"provider": p, "model": m} for p, m in CANDIDATES])
+        script = data.parent / "select.lua"
+        script.write_text(LUA.replace("%s", providers, 1).replace("Bearer %s", f"Bearer {svc.admin_key}"))
+        wrk(script, url, 3, 8)  # warm-up
+
+        quiet = wrk(script, url, args.seconds, 16)
+        print(f"quiet: p50 {quiet['p50']:.2f} ms, p99 {quiet['p99']:.2f} ms, {quiet['rps']:.0f}/s", flush=True)
+
+        stop, durations = threading.Event(), []
+        uploader = threading.Thread(target=keep_uploading, args=(svc, stop, durations))
+        uploader.start()
+        during = wrk(script, url, args.seconds, 16)
+        stop.set()
+        uploader.join()
+        print(f"during {len(durations)} uploads of ~5 MB: p50 {during['p50']:.2f} ms, p99 {during['p99']:.2f} ms",
+              flush=True)
+        results.append(("modelSelect p99 while uploads are parsed (16 connections)", during["p99"], 30.0, "ms"))
+
+        stop, statuses = threading.Event(), {}
+        flooder = threading.Thread(target=flood, args=(url, 250, stop, statuses))
+        flooder.start()
+        flooded = wrk(script, url, args.seconds, 8)
+        stop.set()
+        flooder.join()
+        print(f"during a random-key flood ({sum(statuses.values())} requests, statuses {statuses}): "
+              f"p50 {flooded['p50']:.2f} ms, p99 {flooded['p99']:.2f} ms", flush=True)
+        results.append(("another user's modelSelect p50 during a 250/s random-key flood", flooded["p50"], 5.0, "ms"))
+
+        owner = svc.parts()["store"]
+        os.kill(owner, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            unknown = httpx.post(url, json={"messages": "hi", "llm_providers": [dict(zip(("provider", "model"), m))
+                                                                                for m in MODELS]},
+                                 headers={"Authorization": "Bearer sb-never-issued"}, timeout=30)
+            unknown_s = time.monotonic() - started
+            paused = wrk(script, url, min(args.seconds, 10), 8)
+        finally:
+            os.kill(owner, signal.SIGCONT)
+        print(f"store owner paused: unknown key -> {unknown.status_code} in {unknown_s:.2f} s; cached keys p50 "
+              f"{paused['p50']:.2f} ms, p99 {paused['p99']:.2f} ms, non-2xx {paused['non2xx']:.0f}", flush=True)
+        results.append(("unknown key answered while the owner is paused", unknown_s, 2.5, "s"))
+        results.append(("cached keys' p99 while the owner is paused", paused["p99"], 30.0, "ms"))
+        if unknown.status_code != 503:
+            results.append(("unknown key's status while the owner is paused (503 expected)", unknown.status_code,
+                            503, ""))
+
+        delay = revocation_delay(svc)
+        results.append(("revocation reaches the API", delay, 1.0, "s"))
+    finally:
+        svc.stop()
+
+    ok = True
+    print(f"\nhostile load on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}:")
+    for figure, value, target, unit in results:
+        met = value == target if unit == "" else value <= target
+        ok &= met
+        print(f"  {figure}: {value:.2f} {unit} (target {'=' if unit == '' else '<='} {target:g} {unit}) "
+              f"{'met' if met else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
