@@ -136,7 +136,7 @@ def main() -> int:
         results.append(("another user's modelSelect p50 during a 250/s random-key flood", flooded["p50"], 5.0, "ms"))
 
         owner = svc.parts()["store"]
-        os.kill(owner, signal.SIGSTOP)
+        os.killpg(owner, signal.SIGSTOP)  # the whole group: granian serves from a worker process
         try:
             started = time.monotonic()
             unknown = httpx.post(url, json={"messages": "hi", "llm_providers": [dict(zip(("provider", "model"), m))
@@ -145,7 +145,7 @@ def main() -> int:
             unknown_s = time.monotonic() - started
             paused = wrk(script, url, min(args.seconds, 10), 8)
         finally:
-            os.kill(owner, signal.SIGCONT)
+            os.killpg(owner, signal.SIGCONT)
         print(f"store owner paused: unknown key -> {unknown.status_code} in {unknown_s:.2f} s; cached keys p50 "
               f"{paused['p50']:.2f} ms, p99 {paused['p99']:.2f} ms, non-2xx {paused['non2xx']:.0f}", flush=True)
         results.append(("unknown key answered while the owner is paused", unknown_s, 2.5, "s"))
