@@ -14,7 +14,9 @@ from api.prompt_optimization.service import PromptOptimizationService
 from api.rate_limit import JOBS, KEY_LOOKUP, SELECT, Limit, RateLimiter
 from api.readiness import Readiness
 from api.restart_rule import apply_restart_rule
+from api.routing.calibration_pool import pool_scorer
 from api.routing.default_router import load_default_router
+from api.routing.dial import TrafficDial
 from api.selection.feedback import FeedbackService
 from api.selection.personalization import FeedbackMemory
 from api.selection.preference_cache import PreferenceCache
@@ -42,7 +44,9 @@ def build_services(settings: Settings, store: Store) -> Services:
     catalogue = load_catalogue()
     registry, training = custom_router_services(settings, store, catalogue, router.featurizer)
     preference_cache = PreferenceCache(store, settings.preference_cache_seconds).attach()
-    selection = SelectionService(catalogue, router.featurizer, router, preference_cache, sessions, memory, registry)
+    dial = TrafficDial(pool_scorer(router, router.featurizer)).start()
+    selection = SelectionService(catalogue, router.featurizer, router, preference_cache, sessions, memory, registry,
+                                 dial)
     feedback = FeedbackService(sessions, memory, selection)
     feedback.rebuild()
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed

@@ -101,6 +101,13 @@ class DefaultRouter:
         d, a = self.heads(features)
         return _sigmoid(a * (self.capabilities(candidates) - d))
 
+    def predict_quality_batch(self, vectors: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
+        """(n, m) quality of many queries' feature vectors (the trade-off dial's calibration pool)."""
+        out = vectors @ self._w_shared.T + self._bias
+        out = out + self.featurizer.gate(vectors)[:, None] * (vectors @ self._w_gated.T)
+        d, a = out[:, 0], np.logaddexp(0.0, out[:, 1])
+        return _sigmoid(a[:, None] * (self.capabilities(candidates)[None, :] - d[:, None]))
+
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
         """Where each candidate's capability came from (prior row, family match or price fallback)."""
         out = []

@@ -15,6 +15,7 @@ import numpy as np
 from api.catalogue import Catalogue
 from api.errors import BadRequest, NotFound
 from api.routing import policy
+from api.routing.dial import TrafficDial
 from api.routing.features import Featurizer, QueryFeatures
 from api.routing.router import Candidate
 from api.routing.text import count_tokens, full_text, message_texts, routing_text
@@ -31,6 +32,14 @@ KNOWN_METRICS = ("accuracy",)
 # Above this many characters of messages, a request is read and featurised in a worker thread (a 2 MB body takes
 # milliseconds, which every other request on the event loop would wait for).
 LARGE_REQUEST_CHARS = 20_000
+
+
+def tie_breaker(text: str, candidates: int) -> np.ndarray:
+    """Per-candidate offsets below 1e-6, fixed by the prompt's text. Prompts the router cannot tell apart (in a
+    script its vocabulary lacks, say) get identical gaps, and no lambda could then move only part of them: with
+    these, the dial splits such a group by a stable hash, as a caller turning the knob expects."""
+    digest = hashlib.blake2b(text[:4096].encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return np.resize(np.frombuffer(digest, dtype=np.uint8), candidates).astype(float) * (1e-6 / 256)
 
 
 def request_chars(req: ModelSelectRequest) -> int:
@@ -108,10 +117,11 @@ def effective_options(req: ModelSelectRequest, pref: Preference | None) -> Optio
 class SelectionService:
     def __init__(self, catalogue: Catalogue, featurizer: Featurizer, default_router: ScoringRouter,
                  preferences: PreferenceLookup, sessions: SessionLog, memory: FeedbackMemory,
-                 custom_routers: RouterSource | None = None) -> None:
+                 custom_routers: RouterSource | None = None, dial: TrafficDial | None = None) -> None:
         self.catalogue, self.featurizer, self.default_router = catalogue, featurizer, default_router
         self.preferences, self.sessions, self.memory = preferences, sessions, memory
         self.custom_routers = custom_routers or NoCustomRouters()
+        self.dial = dial  # None: the default router's trained schedule for everyone
 
     def preference(self, user: User, preference_id: str | None) -> Preference | None:
         if preference_id is None:
@@ -168,11 +178,22 @@ class SelectionService:
         cost = policy.request_cost_usd(np.array([c.input_price for c in plain]),
                                        np.array([c.output_price for c in plain]), prompt_tokens)
         latency = np.array([estimated_latency_s(c, prompt_tokens) for c in plain])
+        caller, order = None, None
+        schedule = router.schedule
+        if router is self.default_router and self.dial is not None and len(plain) > 1:
+            # The default router's dial is calibrated on this caller's own traffic (api/routing/dial.py); a custom
+            # router keeps the schedule calibrated on its training data.
+            order = np.argsort([c.key for c in plain], kind="stable")
+            caller = (user.user_id, pref.preference_id if pref else "", tuple(plain[i].key for i in order))
+            schedule = self.dial.schedule_for(caller, [plain[i] for i in order], router.schedule)
+            quality = quality + tie_breaker(routing_text(req.messages), len(plain))
         try:
             decision = policy.choose(quality, cost, latency_s=latency, cost_quality_tradeoff=opts.cost_quality_tradeoff,
-                                     tradeoff=opts.tradeoff, schedule=router.schedule)
+                                     tradeoff=opts.tradeoff, schedule=schedule)
         except policy.PolicyError as exc:
             raise BadRequest(str(exc), code="INVALID_TRADEOFF") from exc
+        if caller is not None:
+            self.dial.record(caller, decision.quality[order], policy.normalised_log(cost)[order])
         chosen = candidates[decision.index]
         session_id = new_session_id()
         done = time.perf_counter_ns()
