@@ -20,6 +20,7 @@ from pathlib import Path
 from api.cli import orphans
 from api.cli.processes import Supervisor, free_port, say
 from api.cli.restarts import ChildRestarts, settle_orphans
+from api.parent_watch import SUPERVISOR_PID_ENV
 from api.restart_rule import apply_restart_rule
 from api.settings import Settings
 from flows.prefect_api import HOUSEKEEPING
@@ -135,6 +136,7 @@ def serve(settings: Settings, host: str, port: int) -> int:
 
     sup = Supervisor(settings)
     sup.env["SWITCHBOARD_DATA_DIR"] = str(settings.data_dir)
+    sup.env[SUPERVISOR_PID_ENV] = str(os.getpid())  # the runner ends itself once this process is gone
 
     def request_stop(signum: int, _frame: object) -> None:
         sup.stopping = True

@@ -19,13 +19,13 @@ import hashlib
 import multiprocessing
 import os
 import threading
-import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol
 
 import numpy as np
 
+from api.parent_watch import exit_with_parent
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from api.routing.features import (
     FEATURE_VERSION,
@@ -98,18 +98,6 @@ def _embed_batches(model, texts: list[str], batch: int, dim: int) -> np.ndarray:
 _worker_model = None  # the model of a training worker process (see E5Model.embed)
 
 
-def _exit_with_parent(parent: int) -> None:
-    """Worker initializer: a worker blocked on its queue never notices a killed parent (a cancelled or crashed flow
-    run), so a daemon thread ends it within a second of the parent's death instead of leaving it behind."""
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
 def _embed_in_worker(texts: list[str], batch: int) -> np.ndarray:
     global _worker_model
     if _worker_model is None:
@@ -155,7 +143,7 @@ class E5Model:
         with self._lock:
             if self._pool is None:  # spawn, not fork: the flow process runs threads (Prefect's, BLAS)
                 self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_exit_with_parent, initargs=(os.getpid(),))
+                                                 initializer=exit_with_parent, initargs=(os.getpid(),))
             return self._pool
 
     def close_workers(self) -> None:
