@@ -31,6 +31,11 @@ def _float(name: str, default: float) -> float:
         raise SystemExit(f"{name} must be a number, got {raw!r}") from exc
 
 
+def _path(name: str) -> Path | None:
+    raw = os.environ.get(name)
+    return Path(raw).expanduser() if raw else None
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -65,6 +70,10 @@ class Settings:
     custom_router_e5_max_chars: int = 300_000
     # Prefect's own client setting, read here too for readiness probes of a server that requires it.
     prefect_auth_string: str | None = None
+    # The default router modelSelect serves and the public per-benchmark figures it scores models with
+    # (docs/routing.md); None = the shipped ones (datasets/default_router/, datasets/model_benchmarks.csv).
+    default_router_dir: Path | None = None
+    model_figures_path: Path | None = None
 
     @property
     def layout(self) -> DataDir:
@@ -180,6 +189,8 @@ def get_settings() -> Settings:
         key_lookup_rate_limit_per_minute=max(0, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_PER_MINUTE", 600)),
         key_lookup_rate_limit_burst=max(1, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_BURST", 30)),
         custom_router_e5_max_chars=max(0, _int("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", 300_000)),
+        default_router_dir=_path("SWITCHBOARD_DEFAULT_ROUTER_DIR"),
+        model_figures_path=_path("SWITCHBOARD_MODEL_FIGURES"),
     )
 
 

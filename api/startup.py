@@ -38,7 +38,7 @@ def build_services(settings: Settings, store: Store) -> Services:
     """Load what the hot path needs once: catalogue, default router, session log, personalisation memory."""
     if store.owns_file:
         apply_restart_rule(store)
-    router = load_default_router()
+    router = load_default_router(settings.default_router_dir, settings.model_figures_path)
     sessions = SessionLog(settings.events_dir, settings.session_flush_seconds).start()
     memory = FeedbackMemory()
     catalogue = load_catalogue()

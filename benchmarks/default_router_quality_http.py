@@ -30,8 +30,11 @@ WEAK = {"provider": "togetherai", "model": "mistralai/Mixtral-8x7B-Instruct-v0.1
 TARGETS = {"mt_bench": 0.62, "mmlu": 0.60, "gsm8k": 0.62}
 
 
-def route_all(base: str, headers: dict[str, str], prompts: list[str]) -> np.ndarray:
-    """(11, n) booleans: did setting t send prompt i to the strong model?"""
+def route_all(base: str, headers: dict[str, str], prompts: list[str], preference_id: str | None = None) -> np.ndarray:
+    """(11, n) booleans: did setting t send prompt i to the strong model? Each benchmark under its own preference:
+    the dial calibrates on a caller's recent traffic (api/routing/dial.py), and one caller's benchmarks run back to
+    back would each start on the previous one's calibration."""
+    preference = preference_id or new_preference(base, headers)
     jobs = [(t, i) for t in range(11) for i in range(len(prompts))]
     choose = np.zeros((11, len(prompts)), dtype=bool)
 
@@ -39,7 +42,8 @@ def route_all(base: str, headers: dict[str, str], prompts: list[str]) -> np.ndar
         t, i = job
         r = client.post(f"{base}/v2/modelRouter/modelSelect", headers=headers,
                         json={"messages": [{"role": "user", "content": prompts[i]}],
-                              "llm_providers": [STRONG, WEAK], "cost_quality_tradeoff": t})
+                              "llm_providers": [STRONG, WEAK], "cost_quality_tradeoff": t,
+                              "preference_id": preference})
         r.raise_for_status()
         choose[t, i] = r.json()["providers"][0]["model"] == STRONG["model"]
 
@@ -47,6 +51,13 @@ def route_all(base: str, headers: dict[str, str], prompts: list[str]) -> np.ndar
             ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda job: one(job, client), jobs))
     return choose
+
+
+def new_preference(base: str, headers: dict[str, str]) -> str:
+    r = httpx.post(f"{base}/v2/preferences/userPreferenceCreate", headers=headers, json={"name": "benchmark"},
+                   timeout=30)
+    r.raise_for_status()
+    return r.json()["preference_id"]
 
 
 def main() -> int:

@@ -1,15 +1,19 @@
-"""The learned default router: an item-response-theory scorer over the shared query features.
+"""The learned default router: two scorers over the shared query features, blended.
 
-    P(model m answers query q well) = sigmoid(a(q) * (c_m - d(q)))
+1. Item response theory, one skill:  P = sigmoid(a(q) * (c_m - d(q))). d(q) (difficulty) and a(q) > 0
+   (discrimination) are linear heads learned from RouteLLM's per-query outcomes of GPT-4-1106-preview and
+   Mixtral-8x7B; c_m is the candidate's knowledge capability (its MMLU figure, api/routing/capability.py).
+2. The skill model (api/routing/skills.py): the query's need for knowledge, maths and code against each model's
+   skills on those axes, learned from many models' per-query outcomes (RouteLLM and RouterDC), so specialists win
+   the queries of their speciality.
+The prediction is (1 - blend) * first + blend * second, the blend chosen at training by validation on the training
+split (flows/default_router/train.py). Any model with figures, a family match or a price gets a score. Inference
+is a handful of dot products per query: numpy only.
 
-d(q) (difficulty) and a(q) > 0 (discrimination) are linear heads on the query features, learned from the RouteLLM
-per-query outcomes of GPT-4-1106-preview and Mixtral-8x7B with those two models' capabilities held at their public
-priors; c_m comes from the capability prior (api.routing.capability), so any model with a prior, a family match or
-a price gets a score. Inference is two dot products and a sigmoid per candidate: numpy only.
-
-Artefact (datasets/default_router/, written by flows.default_router.train):
-- encoder.json, static_embedding.npy, tokenizer.json: the text encoder (api.routing.features);
-- router.json: feature_version, the two heads, the trade-off schedule, the fallback line, training report.
+Artefact (datasets/default_router/, written by flows/default_router/train.py):
+- encoder.json, static_embedding.npy, tokenizer.json: the text encoder (api/routing/features.py);
+- router.json: feature_version, both scorers, the blend, the stored trade-off schedule (used until the dial has
+  calibrated on a caller, api/routing/dial.py), the fallback line and imputation, the training report.
 Loading refuses an artefact whose feature_version differs from the code's FEATURE_VERSION.
 """
 
@@ -21,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from api.routing.capability import CapabilityPrior, FallbackLine, read_prior
+from api.routing.capability import AXES, CapabilityPrior, FallbackLine, read_figures
 from api.routing.features import (
     FEATURE_VERSION,
     FeatureVersionMismatch,
@@ -29,10 +33,11 @@ from api.routing.features import (
     QueryFeatures,
 )
 from api.routing.router import Candidate
+from api.routing.skills import SkillModel
 from api.shipped import shipped
 
 DEFAULT_ARTEFACT_DIR = shipped("default_router")
-DEFAULT_PRIOR_PATH = shipped("capability_prior.csv")
+DEFAULT_PRIOR_PATH = shipped("model_benchmarks.csv")
 
 __all__ = ["DefaultRouter", "FeatureVersionMismatch", "load_default_router"]
 
@@ -72,7 +77,9 @@ class DefaultRouter:
         self.schedule: tuple[float, ...] = tuple(float(x) for x in spec["schedule"]) + (float("inf"),)
         self.prior = prior
         self.spec = spec
-        self._capability_cache: dict[tuple, float] = {}
+        self._capability_cache: dict[tuple, tuple[float, np.ndarray]] = {}
+        self.skills = SkillModel(spec["skills"], featurizer.dim) if "skills" in spec else None
+        self.blend = float(spec.get("blend", 0.0)) if self.skills is not None else 0.0
 
     def heads(self, features: QueryFeatures) -> tuple[float, float]:
         """(difficulty, discrimination) of the query."""
@@ -85,28 +92,48 @@ class DefaultRouter:
         return float(d), float(np.logaddexp(0.0, z))
 
     def capabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
-        return np.array([self._capability(c) for c in candidates], dtype=float)
+        return np.array([self._profile(c)[0] for c in candidates], dtype=float)
 
-    def _capability(self, c: Candidate) -> float:
-        # The prior lookup normalises ids with regexes; memoise it per model and price (a hot-path cost otherwise).
+    def _profile(self, c: Candidate) -> tuple[float, np.ndarray, float]:
+        """(knowledge capability, skills on every axis, skill-model offset) of a candidate. The lookup normalises
+        ids with regexes; memoised per model and price (a hot-path cost otherwise)."""
         key = (c.provider, c.model, c.output_price, c.context_length)
         value = self._capability_cache.get(key)
         if value is None:
             if len(self._capability_cache) > 50_000:  # custom models are caller-defined: keep memory bounded
                 self._capability_cache.clear()
-            value = self._capability_cache[key] = self.prior.lookup(*key)[0]
+            figures, _ = self.prior.skills(*key)
+            if self.skills is not None:
+                skills, offsets = self.skills.candidate_skills([c.key], figures[None, :])
+                value = (float(figures[0]), skills[0], float(offsets[0]))
+            else:
+                value = (float(figures[0]), figures, 0.0)
+            self._capability_cache[key] = value
         return value
+
+    def _skill_inputs(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        profiles = [self._profile(c) for c in candidates]
+        skills = np.stack([p[1] for p in profiles]) if profiles else np.zeros((0, len(AXES)))
+        return np.array([p[0] for p in profiles]), skills, np.array([p[2] for p in profiles])
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
         d, a = self.heads(features)
-        return _sigmoid(a * (self.capabilities(candidates) - d))
+        caps, skills, offsets = self._skill_inputs(candidates)
+        irt = _sigmoid(a * (caps - d))
+        if self.skills is None or self.blend == 0.0:
+            return irt
+        return (1.0 - self.blend) * irt + self.blend * self.skills.predict(features.vector, skills, offsets)
 
     def predict_quality_batch(self, vectors: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
         """(n, m) quality of many queries' feature vectors (the trade-off dial's calibration pool)."""
         out = vectors @ self._w_shared.T + self._bias
         out = out + self.featurizer.gate(vectors)[:, None] * (vectors @ self._w_gated.T)
         d, a = out[:, 0], np.logaddexp(0.0, out[:, 1])
-        return _sigmoid(a[:, None] * (self.capabilities(candidates)[None, :] - d[:, None]))
+        caps, skills, offsets = self._skill_inputs(candidates)
+        irt = _sigmoid(a[:, None] * (caps[None, :] - d[:, None]))
+        if self.skills is None or self.blend == 0.0:
+            return irt
+        return (1.0 - self.blend) * irt + self.blend * self.skills.predict(vectors, skills, offsets)
 
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
         """Where each candidate's capability came from (prior row, family match or price fallback)."""
@@ -130,6 +157,7 @@ def load_default_router(
             f"code computes {FEATURE_VERSION!r}; retrain it (train-default-router)"
         )
     featurizer = Featurizer.load(folder)
-    prior_rows = read_prior(Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH)
-    prior = CapabilityPrior(prior_rows, FallbackLine(**spec["fallback"]))
+    rows = read_figures(Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH)
+    imputation = {axis: tuple(line) for axis, line in spec.get("imputation", {}).items()}
+    prior = CapabilityPrior(rows, FallbackLine(**spec["fallback"]), imputation)
     return DefaultRouter(featurizer, spec, prior)

@@ -86,7 +86,7 @@ def calibrate(quality: np.ndarray, position: np.ndarray, weights: np.ndarray) ->
 class CallerHistory:
     quality: np.ndarray  # (window, m) reservoir
     position: np.ndarray
-    horizon: int = 4096
+    horizon: int = 1024
     count: int = 0
     schedule: tuple[float, ...] | None = None
     fitted_at: int = 0  # count when the schedule was last fitted
@@ -127,6 +127,7 @@ class TrafficDial:
     window: int = 256
     full_history: int = 50  # decisions after which the caller's own traffic alone calibrates its dial
     max_callers: int = 2000
+    horizon: int = 1024  # decisions a caller's dial remembers, about (see CallerHistory.append)
     max_cells: int = 4096  # window x candidates per caller: 100 candidates keep their last 40 decisions
     max_pools: int = 1000
     _callers: OrderedDict = field(default_factory=OrderedDict, repr=False)
@@ -155,7 +156,8 @@ class TrafficDial:
             if history is None:
                 m = len(caller[2])
                 rows = max(16, min(self.window, self.max_cells // m))
-                history = CallerHistory(np.zeros((rows, m), np.float32), np.zeros((rows, m), np.float32))
+                history = CallerHistory(np.zeros((rows, m), np.float32), np.zeros((rows, m), np.float32),
+                                        horizon=self.horizon)
                 self._callers[caller] = history
                 if len(self._callers) > self.max_callers:
                     self._callers.popitem(last=False)

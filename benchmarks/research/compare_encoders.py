@@ -19,11 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from api.routing.default_router import load_default_router
 from api.routing.features import Featurizer, StaticEmbedding, hand_features
 from benchmarks.research.crossval import gated_design
 from flows.default_router.data import load_all
 from flows.default_router.irt import fit_irt, predict_proba
-from flows.default_router.train import GSM8K_WEIGHT, training_capabilities
+from flows.default_router.pair_irt import GSM8K_WEIGHT, pair_capabilities
 from flows.evaluation import summarize, threshold_curve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -107,7 +108,7 @@ def evaluate_encoder(E, data_dir: Path) -> dict[str, float]:
     benchmarks = load_all(data_dir)
     prompts = [p for b in benchmarks.values() for p in b.prompts]
     X, penalty = gated_design(E, np.stack([hand_features(p) for p in prompts]))
-    caps = training_capabilities(REPO / "datasets" / "capability_prior.csv")
+    caps = pair_capabilities(load_default_router().prior)
     offsets, start = {}, 0
     for name, b in benchmarks.items():
         offsets[name] = np.arange(start, start + len(b.prompts))

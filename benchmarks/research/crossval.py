@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from api.routing.default_router import load_default_router
 from api.routing.features import StaticEmbedding, WordPiece, hand_features, numeric_gate
 from flows.default_router.data import load_all
 from flows.default_router.distill_e5 import (
@@ -29,7 +30,7 @@ from flows.default_router.distill_e5 import (
     ridge_token_vectors,
 )
 from flows.default_router.irt import fit_irt, predict_proba
-from flows.default_router.train import GSM8K_WEIGHT, L2, L2_GATED, training_capabilities
+from flows.default_router.pair_irt import GSM8K_WEIGHT, L2, L2_GATED, pair_capabilities
 from flows.evaluation import summarize, threshold_curve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,7 +73,7 @@ def main() -> int:
     fold = np.arange(len(gsm_rows)) % args.folds
     weights = np.where(np.arange(len(prompts)) >= n_mmlu, GSM8K_WEIGHT, 1.0)
     Y = np.stack([strong, weak], axis=1)
-    caps = training_capabilities(REPO / "datasets" / "capability_prior.csv")
+    caps = pair_capabilities(load_default_router().prior)
     tokenizer_json = (ARTEFACT / "tokenizer.json").read_text(encoding="utf-8")
     tokenizer = WordPiece(json.loads(tokenizer_json)["model"]["vocab"])
     H = np.stack([hand_features(p) for p in prompts]).astype(np.float64)

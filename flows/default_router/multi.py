@@ -8,14 +8,18 @@ is measured on, in one shape: prompts × models, scores in 0..1 (NaN where a mod
 - AlpacaEval (../shared/data/alpaca_eval): 58 models' win probability against gpt4_1106_preview's answers, judged
   by GPT-4 Turbo (measure only: CC BY-NC).
 
-The split is the router's: a prompt is held out when fold_of(prompt) == 0 (flows/default_router/data.py).
+The split is the router's: a prompt is held out when fold_of(prompt) == 0 (flows/default_router/data.py). A
+question that two sources carry keeps one side: 1,416 of RouterDC's MMLU questions are RouteLLM MMLU questions
+formatted without the trailing "Answer:", and they take the RouteLLM prompt's fold, so the 7 models' outcomes on
+a question held out of the pair's training never train the router either.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +43,11 @@ class Outcomes:
     prompts: list[str]
     models: tuple[str, ...]
     scores: np.ndarray  # (prompts, models) in 0..1, NaN where unknown
+    folds: np.ndarray = field(default=None)  # type: ignore[assignment]  # fold of each prompt; default fold_of
+
+    def __post_init__(self) -> None:
+        if self.folds is None:
+            object.__setattr__(self, "folds", np.array([fold_of(p) for p in self.prompts], dtype=np.int64))
 
     @property
     def key(self) -> str:
@@ -46,11 +55,24 @@ class Outcomes:
 
     @property
     def heldout(self) -> np.ndarray:
-        return np.array([fold_of(p) == 0 for p in self.prompts])
+        return self.folds == 0
+
+    def in_folds(self, folds: set[int]) -> np.ndarray:
+        return np.isin(self.folds, sorted(folds))
 
     def subset(self, mask: np.ndarray) -> "Outcomes":
         idx = np.flatnonzero(mask)
-        return Outcomes(self.source, self.name, [self.prompts[i] for i in idx], self.models, self.scores[idx])
+        return Outcomes(self.source, self.name, [self.prompts[i] for i in idx], self.models, self.scores[idx],
+                        self.folds[idx])
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def question_key(prompt: str) -> str:
+    """The same question under two sources' formatting: case, spacing and a trailing 'Answer:' cue ignored."""
+    text = _SPACES.sub(" ", prompt).strip().lower()
+    return text.removesuffix("answer:").strip()
 
 
 def routellm(data_dir: Path) -> list[Outcomes]:
@@ -63,13 +85,22 @@ def routellm(data_dir: Path) -> list[Outcomes]:
     return out
 
 
-def routerdc(data_dir: Path) -> list[Outcomes]:
+def routerdc(data_dir: Path, known_folds: dict[str, int] | None = None) -> list[Outcomes]:
+    """known_folds: question_key -> fold of questions another source already split (see the module's note)."""
+    known = known_folds or {}
     out = []
     for name, file in ROUTERDC_FILES.items():
         rows = json.loads((Path(data_dir) / file).read_text(encoding="utf-8"))
+        prompts = [r["question"] for r in rows]
         scores = np.array([[float(r["scores"].get(m, np.nan)) for m in ROUTERDC_MODELS] for r in rows])
-        out.append(Outcomes("routerdc", name, [r["question"] for r in rows], ROUTERDC_MODELS, scores))
+        folds = np.array([known.get(question_key(p), fold_of(p)) for p in prompts], dtype=np.int64)
+        out.append(Outcomes("routerdc", name, prompts, ROUTERDC_MODELS, scores, folds))
     return out
+
+
+def split_keys(sets: list[Outcomes]) -> dict[str, int]:
+    """question_key -> fold of every prompt of these sets."""
+    return {question_key(p): int(f) for o in sets for p, f in zip(o.prompts, o.folds)}
 
 
 def alpaca_eval(data_dir: Path) -> Outcomes:

@@ -1,20 +1,12 @@
-"""Fitting the default router's skill model on per-query outcomes of many models.
+"""Fitting the default router's skill model (api/routing/skills.py) on per-query outcomes of many models.
 
-    logit P(model m answers query q well) = e(q) + n(q) . s_m + r_m,     s_m = A f_m + d_m
+    logit P(m answers q well) = a(q) * (u(q) . (f_m + d_m) - d(q)) + r_m
 
-- f_m: the model's public per-benchmark figures (knowledge, maths, code as logits of MMLU, GSM8K-like and HumanEval
-  accuracy; datasets/model_benchmarks.csv, api/routing/skills.py);
-- s_m (k values): its skills. A (k x figures) maps figures into skill space and is learned across the training
-  models; d_m is a learned, ridge-shrunk correction for a model trained on (it captures what figures miss: a model
-  better at science questions than its MMLU says). A model never trained on has d_m = 0 and r_m = 0, so any model
-  with figures is scored;
-- n(q) = softplus(N x + c) >= 0: how much the query needs each skill, and e(q) = w . x + b its ease, both learned
-  from the query's features x (api/routing/features.py, shared with serving).
-
-Every model answers every query of its benchmark, so which skills a kind of query needs is learned from which models
-do well on it: a maths specialist that wins on GSM8K but not on MMLU pulls maths queries' need for its skills up.
-Outcomes may be soft (a probability, a pass rate, a judge score rescaled to 0..1). L-BFGS from a fixed start: a
-retrain reproduces the parameters to floating-point precision.
+f_m are the model's public figures per skill axis (fixed), d_m and r_m learned, ridge-shrunk corrections for the
+training models, and a(q) = softplus(.), d(q) linear, u(q) = softmax(.) heads on the query features. Each benchmark
+(a block) counts by its weight, not its row count: its loss is averaged over its known outcomes first. Outcomes may
+be soft (a probability, a pass rate). L-BFGS from a fixed start (the knowledge axis dominant, i.e. today's one-skill
+router): deterministic, so a retrain reproduces the parameters to floating-point precision.
 """
 
 from __future__ import annotations
@@ -27,8 +19,7 @@ from scipy import optimize
 
 @dataclass(frozen=True)
 class Block:
-    """One benchmark's training data: features (n, d), outcomes (n, m) with NaN where unknown, each column's model
-    index into the figures table, and the block's total weight."""
+    """One benchmark: features (n, d), outcomes (n, m) with NaN where unknown, each column's model index."""
 
     X: np.ndarray
     Y: np.ndarray
@@ -37,57 +28,42 @@ class Block:
 
 
 @dataclass(frozen=True)
-class SkillHeads:
-    w_ease: np.ndarray  # (d,)
-    b_ease: float
-    w_need: np.ndarray  # (k, d), pre-softplus
-    b_need: np.ndarray  # (k,)
-    figure_map: np.ndarray  # A: (k, F)
-    skill_residual: np.ndarray  # d: (M, k) per training model
-    residual: np.ndarray  # r: (M,) per training model
+class FittedSkills:
+    w_sharpness: np.ndarray
+    b_sharpness: float
+    w_difficulty: np.ndarray
+    b_difficulty: float
+    w_need: np.ndarray  # (axes, d)
+    b_need: np.ndarray  # (axes,)
+    corrections: np.ndarray  # (models, axes)
+    offsets: np.ndarray  # (models,)
     iterations: int
-    final_loss: float
-
-    def skills(self, figures: np.ndarray, model_index: np.ndarray | None = None) -> np.ndarray:
-        """(m, k) skills of models with these figures; training models (model_index >= 0) get their correction."""
-        s = figures @ self.figure_map.T
-        if model_index is not None:
-            known = model_index >= 0
-            s[known] += self.skill_residual[model_index[known]]
-        return s
 
 
-def softplus(z: np.ndarray) -> np.ndarray:
+def _softplus(z: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, z)
 
 
-def sigmoid(z: np.ndarray) -> np.ndarray:
+def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
-def logits(X: np.ndarray, skills: np.ndarray, heads: SkillHeads, residual: np.ndarray | None = None) -> np.ndarray:
-    """(n, m) logits of every query for models with these skills (m, k); residual (m,) adds r_m."""
-    ease = X @ heads.w_ease + heads.b_ease
-    need = softplus(X @ heads.w_need.T + heads.b_need)
-    out = ease[:, None] + need @ skills.T
-    return out if residual is None else out + residual[None, :]
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
 
 
-def fit_skills(blocks: list[Block], figures: np.ndarray, k: int = 4, l2: float = 1e-3, l2_need: float = 1e-3,
-               l2_map: float = 1e-2, l2_skill: float = 1.0, l2_residual: float = 1.0,
-               max_iter: int = 1500) -> SkillHeads:
-    """Minimise the weighted binary cross-entropy of every known outcome plus L2 penalties.
-
-    Each block's loss is averaged over its known outcomes and multiplied by its weight, so benchmarks of very
-    different sizes count by their weights, not their row counts."""
+def fit_skills(blocks: list[Block], figures: np.ndarray, l2: float = 1e-3, l2_need: float = 1e-3,
+               l2_correction: float = 1.0, l2_offset: float = 1.0, max_iter: int = 1500) -> FittedSkills:
     d = blocks[0].X.shape[1]
-    M, F = figures.shape
-    sizes = (d, 1, k * d, k, k * F, M * k, M)
-    offsets = np.cumsum((0,) + sizes)
+    M, k = figures.shape
+    sizes = (d, 1, d, 1, k * d, k, M * k, M)
+    off = np.cumsum((0,) + sizes)
 
     def unpack(theta: np.ndarray):
-        p = [theta[offsets[i]:offsets[i + 1]] for i in range(len(sizes))]
-        return p[0], p[1][0], p[2].reshape(k, d), p[3], p[4].reshape(k, F), p[5].reshape(M, k), p[6]
+        p = [theta[off[i]:off[i + 1]] for i in range(len(sizes))]
+        return p[0], p[1][0], p[2], p[3][0], p[4].reshape(k, d), p[5], p[6].reshape(M, k), p[7]
 
     prepared = []
     for block in blocks:
@@ -96,46 +72,58 @@ def fit_skills(blocks: list[Block], figures: np.ndarray, k: int = 4, l2: float =
                          block.weight / max(int(known.sum()), 1)))
 
     def loss_and_grad(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        w, b, N, c, A, D, r = unpack(theta)
-        S = figures @ A.T + D  # (M, k)
-        g_w, g_b, g_N, g_c, g_S, g_r = np.zeros(d), 0.0, np.zeros((k, d)), np.zeros(k), np.zeros((M, k)), np.zeros(M)
+        wa, ba, wd, bd, N, c, D, r = unpack(theta)
+        S = figures + D
+        g_wa, g_ba, g_wd, g_bd = np.zeros(d), 0.0, np.zeros(d), 0.0
+        g_N, g_c, g_D, g_r = np.zeros((k, d)), np.zeros(k), np.zeros((M, k)), np.zeros(M)
         total = 0.0
         for X, Y, known, idx, scale in prepared:
-            z = X @ N.T + c
-            need = softplus(z)
-            logit = (X @ w + b)[:, None] + need @ S[idx].T + r[idx][None, :]
-            p = sigmoid(logit)
-            ce = -(Y * np.log(p + 1e-12) + (1 - Y) * np.log(1 - p + 1e-12))
-            total += scale * float(ce[known].sum())
-            E = np.where(known, p - Y, 0.0) * scale
-            row = E.sum(axis=1)
-            g_w += X.T @ row
-            g_b += float(row.sum())
-            B = (E @ S[idx]) * sigmoid(z)
-            g_N += B.T @ X
-            g_c += B.sum(axis=0)
-            np.add.at(g_S, idx, E.T @ need)
+            za = X @ wa + ba
+            a = _softplus(za)
+            diff = X @ wd + bd
+            u = _softmax(X @ N.T + c)
+            C = u @ S[idx].T
+            logit = a[:, None] * (C - diff[:, None]) + r[idx][None, :]
+            nll = np.logaddexp(0.0, logit) - Y * logit
+            total += scale * float(nll[known].sum())
+            E = np.where(known, _sigmoid(logit) - Y, 0.0) * scale
+            g_a = (E * (C - diff[:, None])).sum(axis=1) * _sigmoid(za)
+            g_wa += X.T @ g_a
+            g_ba += float(g_a.sum())
+            g_diff = -(a * E.sum(axis=1))
+            g_wd += X.T @ g_diff
+            g_bd += float(g_diff.sum())
+            g_u = a[:, None] * (E @ S[idx])
+            g_z = u * (g_u - (u * g_u).sum(axis=1, keepdims=True))
+            g_N += g_z.T @ X
+            g_c += g_z.sum(axis=0)
+            np.add.at(g_D, idx, (a[:, None] * E).T @ u)
             np.add.at(g_r, idx, E.sum(axis=0))
-        g_A = g_S.T @ figures
-        g_D = g_S.copy()
-        total += 0.5 * (l2 * float(w @ w) + l2_need * float((N * N).sum()) + l2_map * float((A * A).sum())
-                        + l2_skill * float((D * D).sum()) + l2_residual * float(r @ r))
-        g_w += l2 * w
+        total += 0.5 * (l2 * float(wa @ wa + wd @ wd) + l2_need * float((N * N).sum())
+                        + l2_correction * float((D * D).sum()) + l2_offset * float(r @ r))
+        g_wa += l2 * wa
+        g_wd += l2 * wd
         g_N += l2_need * N
-        g_A += l2_map * A
-        g_D += l2_skill * D
-        g_r += l2_residual * r
-        return total, np.concatenate([g_w, [g_b], g_N.ravel(), g_c, g_A.ravel(), g_D.ravel(), g_r])
+        g_D += l2_correction * D
+        g_r += l2_offset * r
+        return total, np.concatenate([g_wa, [g_ba], g_wd, [g_bd], g_N.ravel(), g_c, g_D.ravel(), g_r])
 
-    theta0 = np.zeros(offsets[-1])
-    theta0[offsets[3]:offsets[4]] = 0.5  # every need a little above zero at the start
-    # A starts as the identity on the figures (skill j = figure j), extra skills start at zero: a fixed, symmetric-
-    # breaking start, so the fit is deterministic.
-    A0 = np.zeros((k, F))
-    A0[np.arange(min(k, F)), np.arange(min(k, F))] = 1.0
-    theta0[offsets[4]:offsets[5]] = A0.ravel()
+    theta0 = np.zeros(off[-1])
+    theta0[off[1]] = 0.5  # unit-ish sharpness
+    start_need = np.zeros(k)
+    start_need[0] = 2.0  # knowledge first: the one-skill router is where the fit starts
+    theta0[off[5]:off[6]] = start_need
     result = optimize.minimize(loss_and_grad, theta0, jac=True, method="L-BFGS-B",
                                options={"maxiter": max_iter, "ftol": 1e-11, "gtol": 1e-7})
-    w, b, N, c, A, D, r = unpack(result.x)
-    return SkillHeads(w_ease=w, b_ease=float(b), w_need=N, b_need=c, figure_map=A, skill_residual=D, residual=r,
-                      iterations=int(result.nit), final_loss=float(result.fun))
+    wa, ba, wd, bd, N, c, D, r = unpack(result.x)
+    return FittedSkills(w_sharpness=wa, b_sharpness=float(ba), w_difficulty=wd, b_difficulty=float(bd), w_need=N,
+                        b_need=c, corrections=D, offsets=r, iterations=int(result.nit))
+
+
+def predict(fit: FittedSkills, X: np.ndarray, figures: np.ndarray, model_index: np.ndarray) -> np.ndarray:
+    """(n, m) probabilities for training models `model_index` (their corrections applied)."""
+    S = figures[model_index] + fit.corrections[model_index]
+    a = _softplus(X @ fit.w_sharpness + fit.b_sharpness)
+    diff = X @ fit.w_difficulty + fit.b_difficulty
+    u = _softmax(X @ fit.w_need.T + fit.b_need)
+    return _sigmoid(a[:, None] * (u @ S.T - diff[:, None]) + fit.offsets[model_index][None, :])

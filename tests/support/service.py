@@ -50,7 +50,9 @@ def tree_rss_mb(pid: int) -> float:
 
 
 @contextmanager
-def running_api() -> Iterator[LocalApi]:
+def running_api(extra_env: dict[str, str] | None = None) -> Iterator[LocalApi]:
+    """The API on a fresh data dir and a free port; extra_env (e.g. SWITCHBOARD_DEFAULT_ROUTER_DIR) for the
+    server process only."""
     data_dir = Path(tempfile.mkdtemp(prefix="switchboard-bench-"))
     port = free_port()
     env = dict(os.environ, SWITCHBOARD_DATA_DIR=str(data_dir), SWITCHBOARD_PORT=str(port),
@@ -64,7 +66,7 @@ def running_api() -> Iterator[LocalApi]:
     store.close()
     server = subprocess.Popen([sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host",
                                "127.0.0.1", "--port", str(port), "--workers", "1", "--log-level", "warning",
-                               "api.app:create_app"], env=env, start_new_session=True)
+                               "api.app:create_app"], env={**env, **(extra_env or {})}, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(240):
