@@ -1,7 +1,7 @@
 """Fitting the item-response-theory heads of the default router.
 
 Model: P(model m answers query q well) = sigmoid(a(q) * (c_m - d(q))), where
-- c_m is the model's capability, FIXED from the public prior (datasets/capability_prior.csv), so that any catalogue
+- c_m is the model's capability, FIXED from its public figures (datasets/model_benchmarks.csv), so that any catalogue
   model with a prior can be scored, not only the two models seen in training;
 - d(q) = X w_d + b_d is the query's difficulty and a(q) = softplus(X w_a + b_a) > 0 its discrimination (how sharply
   it separates strong from weak models), both linear in the shared query features.
