@@ -1,5 +1,5 @@
-"""The data that ships with the service: the repository's datasets/ folder (default router artefact, capability
-prior, catalogue snapshot). It installs as the package `switchboard_datasets` (setup.py), so a checkout, an
+"""The data that ships with the service: the repository's datasets/ folder (default router artefact, per-benchmark
+model figures, catalogue snapshot). It installs as the package `switchboard_datasets` (setup.py), so a checkout, an
 editable install and a wheel all find it the same way, without a path relative to this file."""
 
 from __future__ import annotations
