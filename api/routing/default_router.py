@@ -77,19 +77,30 @@ class DefaultRouter:
         self.schedule: tuple[float, ...] = tuple(float(x) for x in spec["schedule"]) + (float("inf"),)
         self.prior = prior
         self.spec = spec
-        self._capability_cache: dict[tuple, tuple[float, np.ndarray]] = {}
+        self._capability_cache: dict[tuple, tuple[float, np.ndarray, float]] = {}
+        self._inputs_cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.skills = SkillModel(spec["skills"], featurizer.dim) if "skills" in spec else None
         self.blend = float(spec.get("blend", 0.0)) if self.skills is not None else 0.0
+        # Every query-side head in one product per query (the hot path): rows [difficulty, discrimination] of the
+        # IRT, then the skill model's [sharpness, difficulty, need...].
+        w_all, b_all = [self._w_shared.astype(np.float64)], [self._bias]
+        if self.skills is not None:
+            w_skills, b_skills = self.skills.query_heads()
+            w_all.append(w_skills)
+            b_all.append(b_skills)
+        self._w_all, self._b_all = np.vstack(w_all), np.concatenate(b_all)
+
+    def _query_heads(self, x: np.ndarray) -> np.ndarray:
+        z = self._w_all @ x + self._b_all
+        g = float(self.featurizer.gate(x))
+        if g > 0.0:
+            z[:2] += g * (self._w_gated @ x)
+        return z
 
     def heads(self, features: QueryFeatures) -> tuple[float, float]:
         """(difficulty, discrimination) of the query."""
-        x = features.vector
-        out = self._w_shared @ x + self._bias
-        g = float(self.featurizer.gate(x))
-        if g > 0.0:
-            out = out + g * (self._w_gated @ x)
-        d, z = out
-        return float(d), float(np.logaddexp(0.0, z))
+        z = self._query_heads(features.vector)
+        return float(z[0]), float(np.logaddexp(0.0, z[1]))
 
     def capabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
         return np.array([self._profile(c)[0] for c in candidates], dtype=float)
@@ -112,17 +123,26 @@ class DefaultRouter:
         return value
 
     def _skill_inputs(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        profiles = [self._profile(c) for c in candidates]
-        skills = np.stack([p[1] for p in profiles]) if profiles else np.zeros((0, len(AXES)))
-        return np.array([p[0] for p in profiles]), skills, np.array([p[2] for p in profiles])
+        """(knowledge capabilities, skills (m, axes), offsets) of a candidate set; memoised per set, since callers
+        send the same list again and again."""
+        key = tuple((c.provider, c.model, c.output_price, c.context_length) for c in candidates)
+        found = self._inputs_cache.get(key)
+        if found is None:
+            if len(self._inputs_cache) > 10_000:  # candidate sets are caller-defined: keep memory bounded
+                self._inputs_cache.clear()
+            profiles = [self._profile(c) for c in candidates]
+            skills = np.stack([p[1] for p in profiles]) if profiles else np.zeros((0, len(AXES)))
+            found = self._inputs_cache[key] = (np.array([p[0] for p in profiles]), skills,
+                                               np.array([p[2] for p in profiles]))
+        return found
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
-        d, a = self.heads(features)
+        z = self._query_heads(features.vector)
         caps, skills, offsets = self._skill_inputs(candidates)
-        irt = _sigmoid(a * (caps - d))
+        irt = _sigmoid(np.logaddexp(0.0, z[1]) * (caps - z[0]))
         if self.skills is None or self.blend == 0.0:
             return irt
-        return (1.0 - self.blend) * irt + self.blend * self.skills.predict(features.vector, skills, offsets)
+        return (1.0 - self.blend) * irt + self.blend * self.skills.predict_from_heads(z[None, 2:], skills, offsets)[0]
 
     def predict_quality_batch(self, vectors: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
         """(n, m) quality of many queries' feature vectors (the trade-off dial's calibration pool)."""

@@ -57,11 +57,21 @@ class SkillModel:
                 offsets[i] = self.offsets[key]
         return skills, offsets
 
+    def query_heads(self) -> tuple[np.ndarray, np.ndarray]:
+        """The query-side heads as one matrix (2 + axes, d) and bias, rows [sharpness, difficulty, need...], so a
+        caller can compute them in the same product as its own heads."""
+        return (np.vstack([self.w_sharpness, self.w_difficulty, self.w_need]),
+                np.concatenate([[self.b_sharpness, self.b_difficulty], self.b_need]))
+
+    def predict_from_heads(self, z: np.ndarray, skills: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """(n, m) probabilities from the query heads' raw outputs z (n, 2 + axes) (see query_heads)."""
+        a = np.logaddexp(0.0, z[:, 0])
+        need = _softmax(z[:, 2:])
+        return _sigmoid(a[:, None] * (need @ skills.T - z[:, 1:2]) + offsets[None, :])
+
     def predict(self, vectors: np.ndarray, skills: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """(n, m) probabilities for feature vectors (n, d) or one vector (d,), the latter returning (m,)."""
         x = np.atleast_2d(vectors).astype(np.float64, copy=False)
-        a = np.logaddexp(0.0, x @ self.w_sharpness + self.b_sharpness)
-        d = x @ self.w_difficulty + self.b_difficulty
-        need = _softmax(x @ self.w_need.T + self.b_need)
-        p = _sigmoid(a[:, None] * (need @ skills.T - d[:, None]) + offsets[None, :])
+        w, b = self.query_heads()
+        p = self.predict_from_heads(x @ w.T + b, skills, offsets)
         return p[0] if np.ndim(vectors) == 1 else p

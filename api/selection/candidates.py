@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from api.catalogue import Catalogue
 from api.errors import BadRequest
 from api.routing.router import Candidate
@@ -89,3 +91,23 @@ def resolve(providers: list[LLMProvider], catalogue: Catalogue, aggregator: bool
             "is_custom=true and context_length, input_price, output_price, latency",
             code="UNSUPPORTED_MODEL", details={"models": unknown})
     return list(resolved.values())
+
+
+class Resolver:
+    """`resolve` memoised per candidate list: a caller sends the same list with every request, and resolving ten
+    entries is a noticeable share of a decision. Only successful resolutions are kept (a refusal is raised anew)."""
+
+    def __init__(self, catalogue: Catalogue, max_entries: int = 10_000):
+        self.catalogue = catalogue
+        self.max_entries = max_entries
+        self._cache: dict[tuple, list[ResolvedCandidate]] = {}
+
+    def __call__(self, providers: list[LLMProvider], aggregator: bool) -> list[ResolvedCandidate]:
+        key = (aggregator, *(msgspec.structs.astuple(p) for p in providers))
+        found = self._cache.get(key)
+        if found is None:
+            found = resolve(providers, self.catalogue, aggregator)
+            if len(self._cache) >= self.max_entries:  # lists are caller-defined: keep memory bounded
+                self._cache.clear()
+            self._cache[key] = found
+        return list(found)

@@ -20,7 +20,7 @@ from api.routing.features import Featurizer, QueryFeatures
 from api.routing.router import Candidate
 from api.routing.text import count_tokens, full_text, message_texts, routing_text
 from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse
-from api.selection.candidates import aggregator_format, resolve
+from api.selection.candidates import Resolver, aggregator_format
 from api.selection.custom_mix import mixed_quality
 from api.selection.eligibility import eligible
 from api.selection.latency import estimated_latency_s
@@ -119,6 +119,7 @@ class SelectionService:
                  preferences: PreferenceLookup, sessions: SessionLog, memory: FeedbackMemory,
                  custom_routers: RouterSource | None = None, dial: TrafficDial | None = None) -> None:
         self.catalogue, self.featurizer, self.default_router = catalogue, featurizer, default_router
+        self.resolve = Resolver(catalogue)
         self.preferences, self.sessions, self.memory = preferences, sessions, memory
         self.custom_routers = custom_routers or NoCustomRouters()
         self.dial = dial  # None: the default router's trained schedule for everyone
@@ -150,7 +151,7 @@ class SelectionService:
         aggregator = aggregator_format(type_param)
         pref = self.preference(user, req.preference_id)
         opts = effective_options(req, pref)
-        resolved = resolve(req.llm_providers, self.catalogue, aggregator)
+        resolved = self.resolve(req.llm_providers, aggregator)
 
         texts = message_texts(req.messages)
         if not texts:
