@@ -5,7 +5,7 @@ import pytest
 from api.catalogue import load_catalogue
 from api.errors import BadRequest
 from api.schemas.model_select import LLMProvider
-from api.selection.candidates import aggregator_format, resolve
+from api.selection.candidates import Resolver, aggregator_format, resolve
 from api.selection.eligibility import eligible
 
 
@@ -81,3 +81,23 @@ def test_eligibility_tools_context_and_depth(cat):
         with pytest.raises(BadRequest) as err:
             eligible(only, 10, tools=True, max_model_depth=None)
         assert err.value.details["reason"] == "tools"
+
+
+def test_the_resolver_memoises_lists_but_refuses_each_time_and_stays_bounded(cat):
+    resolver = Resolver(cat, max_entries=2)
+    request = [LLMProvider(provider="openai", model="gpt-4o"), LLMProvider(provider="openai", model="gpt-4o-mini")]
+    first = resolver(request, aggregator=False)
+    assert first == resolve(request, cat, aggregator=False)
+    first.pop()  # a caller changing its copy changes nothing remembered
+    assert len(resolver(request, aggregator=False)) == 2
+    # the same names as a custom model are another list: resolved on their own terms
+    custom = [LLMProvider(provider="openai", model="gpt-4o", is_custom=True, context_length=1000, input_price=1.0,
+                          output_price=1.0, latency=1.0)]
+    assert resolver(custom, aggregator=False)[0].is_custom
+    unknown = [LLMProvider(provider="openai", model="no-such-model")]
+    for _ in range(2):
+        with pytest.raises(BadRequest, match="no-such-model"):
+            resolver(unknown, aggregator=False)
+    for i in range(5):
+        resolver([LLMProvider(provider="openai", model="gpt-4o"), *request[1:][: i % 2]], aggregator=bool(i % 3))
+    assert len(resolver._cache) <= 2
