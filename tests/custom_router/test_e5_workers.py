@@ -1,11 +1,11 @@
-"""Training spreads e5 over worker processes (the native model gains nothing from a second thread); the vectors are
-the ones the serving process computes itself."""
+"""The e5 teacher spreads over worker processes at training time (the native model gains nothing from a second
+thread); the vectors are the ones one process computes."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from api.custom_router.encoders import E5Model
+from flows.custom_router.teacher import E5Model
 from tests.support.processes import alive
 
 
@@ -37,7 +37,7 @@ def test_workers_end_with_their_parent(tmp_path):
     script.write_text(
         "import sys, time\n"
         f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
-        "from api.custom_router.encoders import E5Model\n"
+        "from flows.custom_router.teacher import E5Model\n"
         "if __name__ == '__main__':\n"
         "    m = E5Model(processes=2)\n"
         "    m.embed([f'text {i}' for i in range(200)])\n"
