@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -83,8 +84,6 @@ class E5Model:
             return _embed_batches(self.model, texts, batch, self.dim)
 
     def _workers(self):
-        from concurrent.futures import ProcessPoolExecutor  # lazy: only a multi-process embedding needs it
-
         if self._pool is None:  # spawn, not fork: the flow process runs threads (Prefect's, BLAS)
             self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=exit_with_parent, initargs=(os.getpid(),))
