@@ -63,6 +63,8 @@ class Settings:
     # router's own static lexicon (flows/custom_router/teacher.py; about 12-25 s on 2 cores, docs/routing.md);
     # 0: no teacher, the router reads the English static embedding alone. e5 never runs when serving.
     custom_router_e5_max_chars: int = 150_000
+    # ... and at most this many seconds of it (the training budget holds on a busy machine too).
+    custom_router_e5_seconds: float = 20.0
     # Prefect's own client setting, read here too for readiness probes of a server that requires it.
     prefect_auth_string: str | None = None
 
@@ -180,6 +182,7 @@ def get_settings() -> Settings:
         key_lookup_rate_limit_per_minute=max(0, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_PER_MINUTE", 600)),
         key_lookup_rate_limit_burst=max(1, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_BURST", 30)),
         custom_router_e5_max_chars=max(0, _int("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", 150_000)),
+        custom_router_e5_seconds=max(0.0, _float("SWITCHBOARD_CUSTOM_ROUTER_E5_SECONDS", 20.0)),
     )
 
 

@@ -68,10 +68,11 @@ def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple
 
 
 @task(name="distil-lexicon", cache_policy=NO_CACHE)
-def distil_lexicon(prompts: list[str], budget_chars: int) -> Lexicon | None:
+def distil_lexicon(prompts: list[str], budget_chars: int, budget_seconds: float) -> Lexicon | None:
     logger = get_run_logger()
     started = time.perf_counter()
-    lexicon = teacher.distil_lexicon(prompts, budget_chars, processes=os.cpu_count() or 1, log=logger.info)
+    lexicon = teacher.distil_lexicon(prompts, budget_chars, budget_seconds, processes=os.cpu_count() or 1,
+                                     log=logger.info)
     if lexicon is None:
         logger.info("no e5 teacher (budget %d characters): the router reads the static embedding alone", budget_chars)
     else:
@@ -185,7 +186,8 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
 
         logger.info("%s prompts of %s characters in all (language %s)", f"{len(prompts):,}",
                     f"{sum(len(p) for p in prompts):,}", language)
-        lexicon = distil_lexicon(prompts, get_settings().custom_router_e5_max_chars)
+        settings = get_settings()
+        lexicon = distil_lexicon(prompts, settings.custom_router_e5_max_chars, settings.custom_router_e5_seconds)
         _check_open(store, job_id)
         x = embed_prompts(prompts, lexicon)
         encoder = _encoder(lexicon)

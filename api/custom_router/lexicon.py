@@ -90,7 +90,7 @@ class Lexicon:
         np.save(folder / MATRIX_FILE, self.matrix.astype(np.float16))
 
     @classmethod
-    def load(cls, folder: Path) -> "Lexicon":
+    def load(cls, folder: Path) -> Lexicon:
         return cls(json.loads((folder / TOKENS_FILE).read_text(encoding="utf-8")), np.load(folder / MATRIX_FILE))
 
 

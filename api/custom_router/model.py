@@ -32,8 +32,8 @@ from api.custom_router.encoders import (
 )
 from api.custom_router.legacy import migrated_e5_encoder
 from api.custom_router.lexicon import Lexicon
-from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from api.custom_router.trees import TreeEnsembles
+from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from api.routing.features import FeatureVersionMismatch, Featurizer, QueryFeatures
 from api.routing.router import Candidate
 

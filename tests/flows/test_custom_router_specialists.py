@@ -79,7 +79,7 @@ def test_each_kind_of_prompt_goes_to_its_specialist_without_e5_on_the_request_pa
     fresh = specialist_prompts(60, seed=7)  # other numbers, dishes and sizes than the upload's
     providers = json.dumps([{"provider": p, "model": m} for p, m in [GENERALIST, *SPECIALISTS.values()]])
     out = subprocess.run([sys.executable, "-c", SERVE_AND_LIST, str(data_dir), key, pid, providers, json.dumps(fresh)],
-                         capture_output=True, text=True, timeout=180, cwd=REPO)
+                         capture_output=True, text=True, timeout=180, cwd=REPO, check=False)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert [m for m in result["modules"] if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)] == []
