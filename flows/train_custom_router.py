@@ -71,8 +71,7 @@ def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple
 def distil_lexicon(prompts: list[str], budget_chars: int, budget_seconds: float) -> Lexicon | None:
     logger = get_run_logger()
     started = time.perf_counter()
-    lexicon = teacher.distil_lexicon(prompts, budget_chars, budget_seconds, processes=os.cpu_count() or 1,
-                                     log=logger.info)
+    lexicon = teacher.distil_lexicon(prompts, budget_chars, budget_seconds, log=logger.info)
     if lexicon is None:
         logger.info("no e5 teacher (budget %d characters): the router reads the static embedding alone", budget_chars)
     else:

