@@ -37,6 +37,7 @@ from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.states import Cancelled  # noqa: E402
+from threadpoolctl import threadpool_limits
 
 from api.custom_router.encoders import ENGLISH, LEXICON, EnglishEncoder, LexiconEncoder
 from api.custom_router.lexicon import Lexicon
@@ -68,28 +69,32 @@ def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple
 
 
 @task(name="distil-lexicon", cache_policy=NO_CACHE)
-def distil_lexicon(prompts: list[str], budget_chars: int, budget_seconds: float) -> Lexicon | None:
+def distil_lexicon(prompts: list[str], budget_chars: int, budget_seconds: float) -> teacher.Distilled | None:
     logger = get_run_logger()
     started = time.perf_counter()
-    lexicon = teacher.distil_lexicon(prompts, budget_chars, budget_seconds, log=logger.info)
-    if lexicon is None:
+    distilled = teacher.distil_lexicon(prompts, budget_chars, budget_seconds, log=logger.info)
+    if distilled is None:
         logger.info("no e5 teacher (budget %d characters): the router reads the static embedding alone", budget_chars)
     else:
-        logger.info("lexicon of %s tokens x %d distilled from e5 in %.1f s", f"{len(lexicon.tokens):,}", lexicon.dim,
+        logger.info("lexicon of %s tokens x %d distilled from e5 on %d prompts in %.1f s",
+                    f"{len(distilled.lexicon.tokens):,}", distilled.lexicon.dim, len(distilled.rows),
                     time.perf_counter() - started)
-    return lexicon
+    return distilled
 
 
 @task(name="embed-prompts", cache_policy=NO_CACHE)
-def embed_prompts(prompts: list[str], lexicon: Lexicon | None, batch: int = 1000) -> np.ndarray:
+def embed_prompts(prompts: list[str], distilled: teacher.Distilled | None, batch: int = 1000) -> np.ndarray:
     logger = get_run_logger()
-    encoder = _encoder(lexicon)
+    encoder = _encoder(distilled.lexicon if distilled else None)
     started, parts = time.perf_counter(), []
     for i in range(0, len(prompts), batch):
         parts.append(encoder.vectors(prompts[i:i + batch]))
         logger.info("embedded %d/%d prompts (%s)", min(i + batch, len(prompts)), len(prompts), encoder.version)
+    x = np.concatenate(parts).astype(np.float32)
+    if distilled is not None:  # the teacher's prompts as serving will see prompts: cross-fitted
+        x[distilled.rows] = encoder.with_lexicon_vectors(x[distilled.rows], distilled.held_out)
     logger.info("embedding took %.1f s", time.perf_counter() - started)
-    return np.concatenate(parts).astype(np.float32)
+    return x
 
 
 def _encoder(lexicon: Lexicon | None) -> EnglishEncoder | LexiconEncoder:
@@ -174,6 +179,10 @@ def record_run(preference_id: str, router_id: str | None, report: dict, seconds:
 def train_custom_router(job_id: str, preference_id: str, dataset_path: str, language: str, maximize: bool,
                         models: list[dict[str, Any]]) -> dict:
     started = time.perf_counter()
+    # One BLAS thread: the products here are small, and OpenBLAS's second thread spins waiting for a core that the
+    # API, Prefect or XGBoost holds (the linear heads of a 4,761-row upload: 14-16 s with two threads on a busy
+    # 2-core machine, 1.4-2.6 s with one).
+    threadpool_limits(limits=1, user_api="blas")
     logger = get_run_logger()
     store = connect()
     root = get_settings().artefacts_dir / "custom_routers" / preference_id
@@ -186,9 +195,10 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         logger.info("%s prompts of %s characters in all (language %s)", f"{len(prompts):,}",
                     f"{sum(len(p) for p in prompts):,}", language)
         settings = get_settings()
-        lexicon = distil_lexicon(prompts, settings.custom_router_e5_max_chars, settings.custom_router_e5_seconds)
+        distilled = distil_lexicon(prompts, settings.custom_router_e5_max_chars, settings.custom_router_e5_seconds)
+        lexicon = distilled.lexicon if distilled else None
         _check_open(store, job_id)
-        x = embed_prompts(prompts, lexicon)
+        x = embed_prompts(prompts, distilled)
         encoder = _encoder(lexicon)
         encoder_name = ENGLISH if lexicon is None else LEXICON
         emb = x[:, encoder.knn_columns]

@@ -95,6 +95,12 @@ class LexiconEncoder:
             return np.zeros((0, self.dim), np.float32)
         return np.stack([self.vector(t) for t in texts])
 
+    def with_lexicon_vectors(self, x: np.ndarray, lexicon_vectors: np.ndarray) -> np.ndarray:
+        """Rows of `x` with their lexicon part replaced (training: the teacher's prompts, cross-fitted)."""
+        out = x.copy()
+        out[:, self.static_dim:self.static_dim + self.lexicon.dim] = lexicon_vectors * _HALF
+        return out
+
 
 class MigratedE5Encoder:
     """The vector of a router trained on [e5 | hand features], with e5 replaced by a lexicon fitted to e5's
