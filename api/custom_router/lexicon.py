@@ -30,22 +30,21 @@ from api.routing.features import embedding_window
 
 # Han (with extension A and compatibility ideographs), hiragana and katakana, Hangul syllables.
 _UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_UNSPACED}]+|[^\W_{_UNSPACED}]+")
-_UNSPACED_CHAR = re.compile(rf"[{_UNSPACED}]")
+_WORD = re.compile(rf"[^\W_{_UNSPACED}]+")
+_UNSPACED_RUN = re.compile(rf"[{_UNSPACED}]+")
 MIN_PROMPTS = 2  # a token needs this many teacher prompts to get a row: one prompt's tokens would only memorise it
 RIDGE_LAMBDA = 0.1  # as the default router's table (flows/default_router/distill_e5.py)
 TOKENS_FILE, MATRIX_FILE = "lexicon_tokens.json", "lexicon.npy"
 
 
 def lexicon_tokens(text: str) -> list[str]:
-    """The tokens of a prompt (the window the default router's embedding reads)."""
-    out: list[str] = []
-    for word in _TOKEN.findall(embedding_window(text).lower()):
-        if _UNSPACED_CHAR.match(word):
-            out.extend(word)
-            out.extend(word[i:i + 2] for i in range(len(word) - 1))
-        else:
-            out.append(word)
+    """The tokens of a prompt (the window the default router's embedding reads), as a bag: words first, then the
+    characters and character pairs of each unspaced run."""
+    window = embedding_window(text).lower()
+    out = _WORD.findall(window)
+    for run in _UNSPACED_RUN.findall(window):
+        out.extend(run)
+        out.extend(run[i:i + 2] for i in range(len(run) - 1))
     return out
 
 
@@ -75,10 +74,11 @@ class Lexicon:
         self.dim = int(self.matrix.shape[1])
 
     def encode(self, text: str) -> np.ndarray:
-        ids, shares = _rows(lexicon_tokens(text), self.index)
-        if len(ids) == 0:
+        index = self.index
+        ids = [index[t] for t in lexicon_tokens(text) if t in index]
+        if not ids:
             return np.zeros(self.dim, np.float32)
-        v = shares.astype(np.float32) @ self.matrix[ids]
+        v = self.matrix[ids].sum(axis=0)  # the share-weighted mean up to a factor the normalisation removes
         norm = float(np.sqrt(v @ v))
         return v / norm if norm > 0 else v
 

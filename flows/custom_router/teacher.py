@@ -41,7 +41,7 @@ class E5Model:
     One process, one thread: the native model gains nothing from a second thread, and the previous version's
     pool of spawned worker processes (one per core, which halved the time of a full-upload embedding) costs more
     than it saves within the teacher's seconds: each worker re-imports the flow's main module (Prefect's engine),
-    measured 4.5 s for the first 64 prompts at load 4 against 1.2 s in-process, and a whole 20 s budget for 64
+    measured 5.1 s for the first 64 prompts at load 4 against 1.2 s in-process, and a whole 20 s budget for 64
     RouterDC prompts inside a flow run."""
 
     def __init__(self) -> None:

@@ -11,8 +11,9 @@ from flows.custom_router.teacher import TEACHER_PROMPT_CHARS, teacher_sample
 
 def test_tokens_are_words_and_for_unspaced_scripts_characters_and_pairs():
     assert lexicon_tokens("Écris une fonction Python_3!") == ["écris", "une", "fonction", "python", "3"]
-    assert lexicon_tokens("计算面积 of 2") == ["计", "算", "面", "积", "计算", "算面", "面积", "of", "2"]
-    assert lexicon_tokens("カレーを作る") == ["カ", "レ", "ー", "を", "作", "る", "カレ", "レー", "ーを", "を作", "作る"]
+    assert lexicon_tokens("计算面积 of 2") == ["of", "2", "计", "算", "面", "积", "计算", "算面", "面积"]
+    assert sorted(lexicon_tokens("カレーを作る")) == sorted(["カ", "レ", "ー", "を", "作", "る", "カレ", "レー", "ーを",
+                                                          "を作", "作る"])
     assert lexicon_tokens("¿Qué?") == ["qué"]
 
 
