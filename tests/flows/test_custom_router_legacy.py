@@ -1,5 +1,7 @@
-"""Routers trained by the previous version keep serving: an English static one as it is, one trained on e5 vectors
-through a lexicon fitted to its stored e5 vectors (api/custom_router/legacy.py), with no e5 call when routing."""
+"""Routers trained by the previous version keep serving. One trained on e5 vectors is served through a lexicon fitted
+to its stored e5 vectors (api/custom_router/legacy.py), with no e5 call when routing; an English static one loads
+as it is (its layout is the one a run without an e5 budget still writes:
+tests/flows/test_train_custom_router.py::test_without_an_e5_budget_the_router_reads_the_static_embedding)."""
 
 from __future__ import annotations
 
