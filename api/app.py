@@ -27,7 +27,7 @@ from api.logging_setup import logging_config
 from api.request_body import SafeJsonRequest
 from api.request_id import RequestIdMiddleware
 from api.settings import Settings, get_settings
-from api.startup import build_services, tune_garbage_collector
+from api.startup import build_services, single_threaded_blas, tune_garbage_collector
 from storage import owner
 from storage.owner_endpoint import OwnerEndpoint
 from storage.store import LocalStore
@@ -52,6 +52,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         if isinstance(store, LocalStore):
             owner_box["owner"] = OwnerEndpoint(store, services.rpc_token)
         tune_garbage_collector()
+        single_threaded_blas()
         publishing = owns_store and publish_owner
         if publishing:
             owner.publish(settings.run_dir, owner.reachable_url(settings.host, settings.port), services.rpc_token)

@@ -64,10 +64,12 @@ class Settings:
     # Look-ups of keys not in the auth cache, per client address (api/auth.py): random keys cannot flood the store.
     key_lookup_rate_limit_per_minute: int = 600
     key_lookup_rate_limit_burst: int = 30
-    # Custom routers: English uploads whose prompts total at most this many characters are embedded with e5
-    # (about 30 s more training at the limit; docs/routing.md); 0 keeps every English router on
-    # the static featurizer (no e5 call when serving).
-    custom_router_e5_max_chars: int = 300_000
+    # Custom routers: how many characters of an upload's prompts e5 reads at training time, as the teacher of the
+    # router's own static lexicon (flows/custom_router/teacher.py; about 12-25 s on 2 cores, docs/routing.md);
+    # 0: no teacher, the router reads the English static embedding alone. e5 never runs when serving.
+    custom_router_e5_max_chars: int = 150_000
+    # ... and at most this many seconds of it (the training budget holds on a busy machine too).
+    custom_router_e5_seconds: float = 20.0
     # Prefect's own client setting, read here too for readiness probes of a server that requires it.
     prefect_auth_string: str | None = None
     # The default router modelSelect serves and the public per-benchmark figures it scores models with
@@ -188,7 +190,8 @@ def get_settings() -> Settings:
         select_rate_limit_burst=max(1, _int("SWITCHBOARD_SELECT_RATE_LIMIT_BURST", 10_000)),
         key_lookup_rate_limit_per_minute=max(0, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_PER_MINUTE", 600)),
         key_lookup_rate_limit_burst=max(1, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_BURST", 30)),
-        custom_router_e5_max_chars=max(0, _int("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", 300_000)),
+        custom_router_e5_max_chars=max(0, _int("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", 150_000)),
+        custom_router_e5_seconds=max(0.0, _float("SWITCHBOARD_CUSTOM_ROUTER_E5_SECONDS", 20.0)),
         default_router_dir=_path("SWITCHBOARD_DEFAULT_ROUTER_DIR"),
         model_figures_path=_path("SWITCHBOARD_MODEL_FIGURES"),
     )

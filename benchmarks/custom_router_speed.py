@@ -1,6 +1,6 @@
 """From upload to a live router: 10,000 rows x 10 models through POST /v2/pzn/trainCustomRouter.
 
-    .venv/bin/python -m benchmarks.custom_router_speed
+    .venv/bin/python -m benchmarks.custom_router_speed [--multilingual]
 
 Starts a real `switchboard serve` (Prefect server, flow runner, API) on a temp data dir, uploads a 10,000-row CSV
 with 10 catalogue models, and polls modelSelect with the new preference every 0.25 s until it stops answering
@@ -11,10 +11,14 @@ Target (issue 4): <= 60 s from upload to a router answering, memory < 4 GB, on a
 Data: 10,000 MMLU prompts (RouteLLM, contaminated rows dropped, a fixed random sample) so the text is real.
 Only time and memory are measured here, so the 10 models' scores are the data's two real columns (GPT-4 and
 Mixtral correctness) repeated across the 10 models; the quality benchmarks use real per-model scores.
+With --multilingual the table starts with RouterDC's 5,935 training prompts (../shared/data/routerdc: 2,000 of
+them Chinese, CMMLU) and their 7 models' scores (model j % 7 in column j), filled up to 10,000 with the MMLU rows,
+and is uploaded with `language=multilingual`.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import time
@@ -34,14 +38,23 @@ ROWS = 10_000
 LIMIT = 5 * 1024 * 1024
 
 
-def dataset() -> bytes:
+def dataset(multilingual: bool = False) -> bytes:
     items = load_mmlu(SHARED / "routellm")
     order = np.random.default_rng(0).permutation(len(items.prompts))
     keys = [f"{p}/{m}" for p, m in MODELS]
-    chosen = order[:ROWS]
+    first_prompts, first_scores = [], []
+    if multilingual:
+        # lazy: only this variant reads RouterDC's files
+        from benchmarks.custom_router_routerdc import load as load_routerdc
+
+        first_prompts, _, routerdc_scores, _ = load_routerdc()
+        first_scores = [[float(row[j % routerdc_scores.shape[1]]) for j in range(len(MODELS))]
+                        for row in routerdc_scores]
+    chosen = order[:ROWS - len(first_prompts)]
     while True:
-        scores = [[(items.strong if j % 2 == 0 else items.weak)[i] for j in range(len(MODELS))] for i in chosen]
-        data = csv_of([items.prompts[i] for i in chosen], keys, [[int(v) for v in row] for row in scores])
+        scores = [[float((items.strong if j % 2 == 0 else items.weak)[i]) for j in range(len(MODELS))]
+                  for i in chosen]
+        data = csv_of(first_prompts + [items.prompts[i] for i in chosen], keys, first_scores + scores)
         if len(data) <= LIMIT:
             return data
         longest = int(np.argmax([len(items.prompts[i]) for i in chosen]))  # keep 10,000 rows under 5 MiB
@@ -67,14 +80,19 @@ def api_rss_mb(data_dir: Path) -> float:
 
 
 def main() -> int:
-    data = dataset()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--multilingual", action="store_true", help="RouterDC's English and Chinese rows first")
+    args = parser.parse_args()
+    data = dataset(args.multilingual)
+    language = "multilingual" if args.multilingual else "english"
     providers = [{"provider": p, "model": m} for p, m in MODELS]
-    print(f"dataset: {ROWS:,} rows x {len(MODELS)} models, {len(data):,} bytes; {os.cpu_count()} CPU cores")
+    print(f"dataset: {ROWS:,} rows x {len(MODELS)} models, {len(data):,} bytes, language={language}; "
+          f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.2f}")
     svc = serve()
     try:
         with httpx.Client(timeout=60) as client:
             started = time.perf_counter()
-            pid, upload_s = upload(svc, data, providers)
+            pid, upload_s = upload(svc, data, providers, language=language)
             polls = 0
             while True:
                 r = client.post(f"{svc.api_url}/v2/modelRouter/modelSelect", headers=svc.headers,
@@ -95,6 +113,7 @@ def main() -> int:
     print(f"upload -> router answering modelSelect:  {ready_s:.1f} s   (target <= 60 s: "
           f"{'MET' if ready_s <= 60 else 'MISSED'}; {polls} polls)")
     print(f"flow training time (load .. publish):    {metrics.get('training_seconds', float('nan')):.1f} s")
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     print(f"flow peak memory: {metrics.get('peak_rss_mb', float('nan')):.0f} MB; API memory after: {api_mb:.0f} MB"
           f"   (target < 4 GB: {'MET' if metrics.get('peak_rss_mb', 1e9) + api_mb < 4096 else 'MISSED'})")
     return 0

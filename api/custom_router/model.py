@@ -9,20 +9,31 @@
   score scale (scores rescaled to 0..1, see flows.custom_router.training).
 
 Artefact folder (immutable, one per training job; "promote" = the custom_routers.is_live pointer):
-router.json (format, encoder version, models and prices, schedule, stacker), linear.npy, knn_embeddings.npy
-(float16), knn_targets.npy, xgb/m<i>_f<k>.json (XGBoost JSON). No pickles (docs/architecture.md, rule 5).
+router.json (format, encoder and its version, models and prices, schedule, stacker), linear.npy,
+knn_embeddings.npy (float16), knn_targets.npy, xgb/m<i>_f<k>.json (XGBoost JSON), and for the `lexicon` encoder
+lexicon_tokens.json and lexicon.npy (api/custom_router/lexicon.py). No pickles (docs/architecture.md, rule 5).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from api.custom_router.encoders import Encoder, encoder_for
+from api.custom_router.encoders import (
+    ENGLISH,
+    LEXICON,
+    MULTILINGUAL_E5,
+    Encoder,
+    EnglishEncoder,
+    LexiconEncoder,
+)
+from api.custom_router.legacy import migrated_e5_encoder
+from api.custom_router.lexicon import Lexicon
 from api.custom_router.trees import TreeEnsembles
+from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from api.routing.features import FeatureVersionMismatch, Featurizer, QueryFeatures
 from api.routing.router import Candidate
 
@@ -76,12 +87,6 @@ class CustomRouter:
         if self.linear.shape[0] != encoder.dim + 1:
             raise FeatureVersionMismatch("linear head width does not match the encoder's vector width")
 
-    @property
-    def needs_text(self) -> bool:
-        """A router with e5 in its encoder embeds the text itself; a static English one reuses modelSelect's
-        features."""
-        return not self.encoder.reuses_features
-
     def known(self, candidates: Sequence[Candidate]) -> np.ndarray:
         return np.array([c.key in self.index for c in candidates], dtype=bool)
 
@@ -101,13 +106,27 @@ class CustomRouter:
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate],
                         text: str | None = None) -> np.ndarray:
         """Aligned with `candidates`; NaN for models this router was not trained on (the caller decides)."""
-        vector = self.encoder.vector(text or "", None if self.needs_text else features)
+        vector = self.encoder.vector(text or "", features)
         q = self.quality_of_all(vector)
         return np.array([q[self.index[c.key]] if c.key in self.index else np.nan for c in candidates])
 
 
-def load_custom_router(folder: Path | str, featurizer: Featurizer | None = None) -> CustomRouter:
+def load_custom_router(folder: Path | str, featurizer: Featurizer | None = None,
+                       training_prompts: Callable[[], list[str]] | None = None) -> CustomRouter:
+    """The router of an artefact folder. `training_prompts` gives the prompts it was trained on, in upload order:
+    only a router trained on e5 by an earlier version needs them (api/custom_router/legacy.py)."""
     folder = Path(folder)
     spec = json.loads((folder / "router.json").read_text(encoding="utf-8"))
-    # Routers trained before the encoder was recorded name only their language (same encoder names).
-    return CustomRouter(folder, spec, encoder_for(spec.get("encoder", spec.get("language", "english")), featurizer))
+    featurizer = featurizer or Featurizer.load(DEFAULT_ARTEFACT_DIR)
+    # Routers trained before the encoder was recorded name only their language (same names as the encoders then).
+    name = spec.get("encoder", spec.get("language", ENGLISH))
+    if name == LEXICON:
+        return CustomRouter(folder, spec, LexiconEncoder(featurizer, Lexicon.load(folder)))
+    if name == ENGLISH:
+        return CustomRouter(folder, spec, EnglishEncoder(featurizer))
+    if name == MULTILINGUAL_E5:
+        if training_prompts is None:
+            raise FeatureVersionMismatch(f"custom router in {folder} was trained on e5 vectors and its training "
+                                         "prompts are not available to migrate it; train it again")
+        return CustomRouter(folder, spec, migrated_e5_encoder(folder, training_prompts()))
+    raise FeatureVersionMismatch(f"custom router in {folder} names an unknown encoder {name!r}; train it again")

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow.parquet as pq
+
 from api.custom_router.model import load_custom_router
 from api.errors import ApiError, BadRequest, ServiceUnavailable
-from storage.records import OPEN_JOB_STATUSES, Preference, RouterState, is_key_subject
+from storage.records import OPEN_JOB_STATUSES, CustomRouterRecord, Preference, RouterState, is_key_subject
 
 if TYPE_CHECKING:
     from api.custom_router.model import CustomRouter
@@ -88,23 +90,25 @@ class CustomRouterRegistry:
             if same:
                 router = previous.router  # type: ignore[union-attr]
             else:
-                router, error = self._load(state.live.artefact_path)
+                router, error = self._load(state.live)
         with self._lock:
             self._entries[state.preference_id] = Entry(state, router, error)
 
-    def _load(self, path: str) -> tuple["CustomRouter | None", str | None]:
+    def _load(self, live: CustomRouterRecord) -> tuple["CustomRouter | None", str | None]:
+        def training_prompts() -> list[str]:  # only routers trained on e5 by an earlier version ask for them
+            path = self.store.routers.training_dataset(live.job_id) if live.job_id else None
+            if path is None:
+                raise FileNotFoundError(f"no training dataset recorded for router {live.router_id}")
+            return pq.read_table(path, columns=["prompt"]).column("prompt").to_pylist()
+
         try:
-            return load_custom_router(Path(path), self.featurizer), None
+            return load_custom_router(Path(live.artefact_path), self.featurizer, training_prompts), None
         except Exception as exc:  # a broken artefact must not take the API down; modelSelect says why
-            log.exception("could not load custom router %s", path)
+            log.exception("could not load custom router %s", live.artefact_path)
             return None, f"{type(exc).__name__}: {exc}"
 
     def entry(self, preference_id: str) -> Entry | None:
         return self._entries.get(preference_id)
-
-    def embeds_text(self, preference_id: str) -> bool:
-        entry = self._entries.get(preference_id)
-        return entry is not None and entry.router is not None and entry.router.needs_text
 
     def for_preference(self, preference: Preference | None) -> "CustomRouter | None":
         if preference is None:

@@ -79,17 +79,10 @@ class RouterSource(Protocol):
 
     def for_preference(self, preference: Preference | None) -> ScoringRouter | None: ...
 
-    def embeds_text(self, preference_id: str) -> bool:
-        """True when the preference's live router runs a text encoder of its own (e5: tens of milliseconds)."""
-        ...
-
 
 class NoCustomRouters:
     def for_preference(self, preference: Preference | None) -> ScoringRouter | None:
         return None
-
-    def embeds_text(self, preference_id: str) -> bool:
-        return False
 
 
 @dataclass(frozen=True)
@@ -136,10 +129,10 @@ class SelectionService:
     def may_block(self, req: ModelSelectRequest) -> bool:
         """Whether select() may wait or work for more than a fraction of a millisecond, so the caller should run it
         off the event loop: a preference not cached yet (an RPC to the store owner, which may be slow or
-        restarting), a custom router that embeds the text with e5, or a prompt large enough that reading and
-        featurising it takes milliseconds. Ownership of the preference is checked by select() itself."""
-        if req.preference_id is not None and (not self.preferences.cached(req.preference_id)
-                                              or self.custom_routers.embeds_text(req.preference_id)):
+        restarting), or a prompt large enough that reading and featurising it takes milliseconds. Custom routers
+        cost tens of microseconds in any language (api/custom_router/encoders.py). Ownership of the preference is
+        checked by select() itself."""
+        if req.preference_id is not None and not self.preferences.cached(req.preference_id):
             return True
         return request_chars(req) > LARGE_REQUEST_CHARS
 

@@ -74,6 +74,10 @@ class RouterRepository:
         rows = self._db.rows("SELECT metrics FROM router_training_metrics WHERE job_id = ?", [job_id])
         return rows[0][0] if rows else None
 
+    def training_dataset(self, job_id: str) -> str | None:
+        rows = self._db.rows("SELECT dataset_path FROM router_trainings WHERE job_id = ?", [job_id])
+        return rows[0][0] if rows else None
+
     def state(self, preference_id: str) -> RouterState:
         found = self._states(preference_id)
         return found[0] if found else RouterState(preference_id, None, None)

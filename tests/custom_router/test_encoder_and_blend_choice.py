@@ -1,26 +1,12 @@
-"""Which encoder an upload gets (e5 for English uploads small enough, static otherwise), and which blend of the base
-predictors the stacker keeps (the one whose calibrated out-of-fold predictions route best, the linear head unless
-a blend is clearly better)."""
+"""Which blend of the base predictors the stacker keeps (the one whose calibrated out-of-fold predictions route
+best, the linear head unless a blend is clearly better)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from api.custom_router import encoders
 from api.custom_router.model import sigmoid
 from flows.custom_router import training
-
-
-def test_small_english_uploads_get_e5_and_large_ones_stay_static():
-    from api.settings import Settings
-
-    limit = Settings.custom_router_e5_max_chars
-    assert limit == 300_000  # on by default
-    small, large = ["What is 2 + 2?"] * 100, ["x" * 1000] * (limit // 1000 + 1)
-    assert encoders.encoder_name_for_upload("english", small, limit) == "multilingual"
-    assert encoders.encoder_name_for_upload("english", large, limit) == "english"
-    assert encoders.encoder_name_for_upload("english", small, 0) == "english"  # 0 keeps English static
-    assert encoders.encoder_name_for_upload("multilingual", large, limit) == "multilingual"
 
 
 def test_routing_gain_is_one_for_the_oracle_order_zero_for_none_and_negative_reversed():

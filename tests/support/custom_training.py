@@ -13,11 +13,14 @@ from storage.store import LocalStore
 from tests.support.synthetic import LLM_PROVIDERS, csv_bytes
 
 
-def prepare(rows: int = 60, language: str = "english") -> tuple[dict, str]:
-    """What the upload controller does: validate, write Parquet, create the preference and the job."""
+def prepare(rows: int = 60, language: str = "english", data: bytes | None = None,
+            providers: str = LLM_PROVIDERS) -> tuple[dict, str]:
+    """What the upload controller does: validate, write Parquet, create the preference and the job. By default the
+    two-model table of tests/support/synthetic.py; `data` and `providers` give another."""
     settings = get_settings()
-    models = resolve_models(LLM_PROVIDERS, load_catalogue())
-    dataset = validation.validate(csv_bytes(rows), "prompt", [m["column_prefix"] for m in models])
+    models = resolve_models(providers, load_catalogue())
+    dataset = validation.validate(data if data is not None else csv_bytes(rows), "prompt",
+                                  [m["column_prefix"] for m in models])
     path = settings.layout.uploads_dir / "d.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
     dataset.frame.write_parquet(path)
