@@ -69,17 +69,26 @@ def mean_cost_position(quality: np.ndarray, position: np.ndarray, weights: np.nd
 
 def calibrate(quality: np.ndarray, position: np.ndarray, weights: np.ndarray) -> tuple[float, ...]:
     """lambda(t), t = 0..10: the smallest lambda at which the mean cost position has come down (t/10) of the way
-    from quality-first to cheapest. (n, m) quality and cost position in [0, 1]; (n,) weights."""
+    from quality-first to cheapest. (n, m) quality and cost position in [0, 1]; (n,) weights.
+
+    The mean cost position never rises with lambda (each decision only moves to cheaper candidates), so each
+    step's lambda is found by bisection over the candidate lambdas, all nine steps at once: about ten evaluations
+    of the curve instead of hundreds (this runs in the API process, beside the requests)."""
     lambdas = np.unique(np.concatenate([GRID, switch_points(quality, position) * (1 + 1e-9)]))
-    curve = mean_cost_position(quality, position, weights, lambdas)
-    top, bottom = float(curve[0]), float(position.min(axis=1) @ weights / max(float(weights.sum()), 1e-12))
-    schedule = [0.0]
-    for t in range(1, STEPS - 1):
-        target = top - t / (STEPS - 1) * (top - bottom)
-        reached = np.flatnonzero(curve <= target + 1e-12)
-        schedule.append(float(lambdas[reached[0]]) if len(reached) else float(lambdas[-1]))
-    schedule.append(INF)
-    return tuple(np.maximum.accumulate(np.array(schedule)))
+    top = float(mean_cost_position(quality, position, weights, lambdas[:1])[0])
+    bottom = float(position.min(axis=1) @ weights / max(float(weights.sum()), 1e-12))
+    targets = top - np.arange(1, STEPS - 1) / (STEPS - 1) * (top - bottom) + 1e-12
+    lo, hi = np.zeros(len(targets), dtype=int), np.full(len(targets), len(lambdas))  # first index reached in [lo, hi]
+    while np.any(lo < hi):
+        mid = (lo + hi) // 2
+        open_ = lo < hi
+        reached = np.zeros(len(targets), dtype=bool)
+        reached[open_] = mean_cost_position(quality, position, weights, lambdas[mid[open_]]) <= targets[open_]
+        hi = np.where(open_ & reached, mid, hi)
+        lo = np.where(open_ & ~reached, mid + 1, lo)
+    steps = lambdas[np.minimum(lo, len(lambdas) - 1)]
+    schedule = np.concatenate([[0.0], steps, [INF]])
+    return tuple(float(x) for x in np.maximum.accumulate(schedule))
 
 
 @dataclass
