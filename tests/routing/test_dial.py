@@ -84,3 +84,28 @@ def test_many_candidates_keep_a_short_window():
     dial = TrafficDial(lambda candidates: None)
     dial.record(("u", "", keys), np.linspace(0, 1, 100), np.linspace(0, 1, 100))
     assert dial._callers[("u", "", keys)].quality.shape == (40, 100)
+
+
+def test_bisection_finds_the_same_lambdas_as_reading_the_whole_curve():
+    """calibrate bisects; the definition reads the mean cost position at every candidate lambda."""
+    from api.routing.dial import GRID, mean_cost_position, switch_points
+
+    def by_definition(quality, position, weights):
+        lambdas = np.unique(np.concatenate([GRID, switch_points(quality, position) * (1 + 1e-9)]))
+        curve = mean_cost_position(quality, position, weights, lambdas)
+        bottom = float(position.min(axis=1) @ weights / weights.sum())
+        out = [0.0]
+        for t in range(1, 10):
+            reached = np.flatnonzero(curve <= curve[0] - t / 10 * (curve[0] - bottom) + 1e-12)
+            out.append(float(lambdas[reached[0]]) if len(reached) else float(lambdas[-1]))
+        return np.maximum.accumulate(np.array(out + [np.inf]))
+
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n, m = int(rng.integers(1, 120)), int(rng.integers(2, 9))
+        quality, position = rng.random((n, m)), rng.random((n, m))
+        if trial % 3 == 0:
+            quality = np.round(quality, 1)  # ties
+        weights = rng.random(n) + 0.1
+        assert np.array_equal(np.array(calibrate(quality, position, weights)),
+                              by_definition(quality, position, weights)), trial
