@@ -7,7 +7,7 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from api.auth import SECURITY
-from api.dependencies import component
+from api.dependencies import after_auth
 from api.openapi_docs import error_responses
 from api.schemas.model_select import FeedbackReport, FeedbackResponse
 from api.selection.feedback import FeedbackService
@@ -19,7 +19,7 @@ from storage.records import User
       # In a thread: a lookup of a session another API worker has not flushed yet waits up to ~1.5 s for it
       # (api.selection.sessions), which must not stall this worker's event loop and its modelSelect calls.
       sync_to_thread=True,
-      responses=error_responses(404), dependencies={"feedback": component("feedback")})
+      responses=error_responses(404), dependencies={"feedback": after_auth("feedback")})
 def report_feedback(data: JSONBody[FeedbackReport], user: NamedDependency[User],
                     feedback: NamedDependency[FeedbackService]) -> FeedbackResponse:
     return feedback.report(data, user)

@@ -8,7 +8,7 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
 from api.auth import SECURITY
-from api.dependencies import component
+from api.dependencies import after_auth
 from api.openapi_docs import error_responses
 from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse
 from api.selection.service import SelectionService
@@ -17,7 +17,7 @@ from storage.records import User
 
 @post("/v2/modelRouter/modelSelect", operation_id="modelSelect", tags=["routing"], status_code=200,
       summary="Select the best model for a query", security=SECURITY, responses=error_responses(404),
-      dependencies={"selection": component("selection")})
+      dependencies={"selection": after_auth("selection")})
 async def model_select(
     data: JSONBody[ModelSelectRequest],
     user: NamedDependency[User],
