@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar.datastructures import State
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 
 from storage.records import User
 
@@ -27,7 +27,7 @@ def after_auth(name: str) -> Provide:
     dependencies that do not depend on each other concurrently, in an anyio task group, which costs about 70 us a
     request; on the hot path (modelSelect, feedback) ordering them is cheaper, and nothing is handed out before the
     key is checked."""
-    def provide(state: State, user: User) -> Any:
+    def provide(state: State, user: NamedDependency[User]) -> Any:
         return getattr(state.services, name)
 
     return Provide(provide, sync_to_thread=False)
