@@ -83,9 +83,9 @@ def distil_lexicon(prompts: list[str], budget_chars: int, budget_seconds: float)
 
 
 @task(name="embed-prompts", cache_policy=NO_CACHE)
-def embed_prompts(prompts: list[str], distilled: teacher.Distilled | None, batch: int = 1000) -> np.ndarray:
+def embed_prompts(prompts: list[str], encoder: EnglishEncoder | LexiconEncoder, distilled: teacher.Distilled | None,
+                  batch: int = 1000) -> np.ndarray:
     logger = get_run_logger()
-    encoder = _encoder(distilled.lexicon if distilled else None)
     started, parts = time.perf_counter(), []
     for i in range(0, len(prompts), batch):
         parts.append(encoder.vectors(prompts[i:i + batch]))
@@ -198,8 +198,8 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         distilled = distil_lexicon(prompts, settings.custom_router_e5_max_chars, settings.custom_router_e5_seconds)
         lexicon = distilled.lexicon if distilled else None
         _check_open(store, job_id)
-        x = embed_prompts(prompts, distilled)
         encoder = _encoder(lexicon)
+        x = embed_prompts(prompts, encoder, distilled)
         encoder_name = ENGLISH if lexicon is None else LEXICON
         emb = x[:, encoder.knn_columns]
         cfg = replace(training.config_for(len(prompts)), l2_c=encoder.linear_c)
