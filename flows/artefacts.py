@@ -1,7 +1,8 @@
-"""Whether a retrained artefact reproduces a committed one. Training is deterministic on one machine, but another
-CPU's floating point (other SIMD paths in BLAS and numpy) moves parameters in the last digits, so files are compared
-by meaning: JSON structure and text exactly, numbers within a relative tolerance, arrays with numpy's allclose.
-Held-out metrics are compared exactly by the callers that report them."""
+"""Whether a rebuilt encoder file (encoder.json, static_embedding.npy) reproduces a committed one. The rebuild is
+deterministic on one machine, but another CPU's floating point (other SIMD paths in BLAS and numpy) moves numbers
+in the last digits, so files are compared by meaning: JSON structure and text exactly, numbers within a relative
+tolerance, arrays with numpy's allclose. The router itself (router.json) is compared by what it decides:
+flows/default_router/reproduction.py."""
 
 from __future__ import annotations
 

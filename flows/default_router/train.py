@@ -41,6 +41,7 @@ from flows.default_router.distill_e5 import (
     distill,
 )
 from flows.default_router.figures import figures_of, fit_fallback, fit_imputation
+from flows.default_router.irt import BUDGET as IRT_BUDGET
 from flows.default_router.irt import IrtHeads
 from flows.default_router.pair_irt import (
     GSM8K_WEIGHT,
@@ -194,7 +195,8 @@ def _train(data_dir: Path, out_dir: Path, seed: int, prior_path: Path | None, re
                 "HumanEval) for the skill model; train split = sha256(prompt) % 5 != 0 (a question two sources "
                 "share keeps RouteLLM's fold)",
         "blocks": list(trained), "models": {STRONG: float(caps[0]), WEAK: float(caps[1])},
-        "l2": L2, "l2_gated": L2_GATED, "gsm8k_weight": GSM8K_WEIGHT, "seed": seed, "rows": rows_used,
+        "lbfgs_budget": IRT_BUDGET, "l2": L2, "l2_gated": L2_GATED, "gsm8k_weight": GSM8K_WEIGHT, "seed": seed,
+        "rows": rows_used,
         "blend_validation": blend_scores,
     }
     spec["heldout_report"] = report.heldout
