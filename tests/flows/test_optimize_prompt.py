@@ -106,3 +106,6 @@ def test_a_model_without_credentials_fails_the_run_at_once_and_the_flow_run_is_f
     assert "openai/gpt-4o (reflection model)" in targets[1].error  # the Anthropic target needs OpenAI's reflection
     assert "openai/gpt-4o (origin model)" in origin.error
     assert "2 of 2 target models failed" in run.error and "OPENAI_API_KEY" in run.error
+    # A flow run started again for the closed run does nothing and ends in the run's state, not Completed.
+    again, _ = run_flow(run_id)
+    assert again.is_failed() and "had already failed" in again.message and stored(run_id)[0].error == run.error
