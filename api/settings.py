@@ -116,6 +116,7 @@ class OptimizeSettings:
     api_bases: tuple[tuple[str, str], ...] = ()    # (provider or "*", OpenAI-compatible base URL)
     api_keys: tuple[tuple[str, str], ...] = ()     # (provider or "*", key) for those base URLs
     secrets: tuple[str, ...] = ()                  # every provider key in the environment: redacted from errors
+    credential_names: frozenset[str] = frozenset()  # names (never values) of the credential variables that are set
 
     def api_base(self, provider: str) -> str | None:
         found = dict(self.api_bases)
@@ -147,6 +148,12 @@ def _secret_values() -> tuple[str, ...]:
                         key=len, reverse=True))
 
 
+def _credential_names() -> frozenset[str]:
+    """Names of the non-empty *_API_KEY / *_TOKEN variables (OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, ...): whether a
+    provider has a key decides whether a prompt optimization may call it (api/prompt_optimization/credentials.py)."""
+    return frozenset(k for k, v in os.environ.items() if v.strip() and k.endswith(("_API_KEY", "_TOKEN")))
+
+
 def _optimize_settings() -> OptimizeSettings:
     return OptimizeSettings(
         max_cost_usd=_float("SWITCHBOARD_OPTIMIZE_MAX_COST_USD", 5.0),
@@ -161,6 +168,7 @@ def _optimize_settings() -> OptimizeSettings:
         api_bases=_per_provider("API_BASE"),
         api_keys=_per_provider("API_KEY"),
         secrets=_secret_values(),
+        credential_names=_credential_names(),
     )
 
 

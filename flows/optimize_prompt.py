@@ -4,9 +4,13 @@ evaluate the origin model as the baseline. One flow run per optimization run.
 Each model is its own task (`optimize-target`, named after the model, with `pre-optimization-evaluation`,
 `optimize` and `post-optimization-evaluation` task runs inside it), so every target is a branch in the Prefect UI.
 Targets run concurrently, at most SWITCHBOARD_OPTIMIZE_PARALLEL_TARGETS at a time; each result (and its usage
-records) is stored as soon as that model ends. A target that fails (provider errors that outlive the retries, the
-cost ceiling) ends `failed` with null prompts while the others go on; the run is `completed` only when every target
-completed.
+records) is stored as soon as that model ends. A target that fails (no credentials for a model it needs, provider
+errors that outlive the retries, the cost ceiling) ends `failed` with null prompts while the others go on, and its
+task run ends Failed with the reason; the run is `completed` only when every target completed.
+
+The flow run's Prefect state is the run's JobStatus (flows/prefect_api.py maps one onto the other): Completed when
+the run completed, Failed, with the run's error as the state's message, when it failed, also when only some targets
+failed; the `prompt-optimization-scores` artifact lists every model's status.
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Cancelled, Failed, State
 
 from api.catalogue import load_catalogue
+from api.prompt_optimization.credentials import ORIGIN as ORIGIN_ROLE
+from api.prompt_optimization.credentials import TARGET
 from api.settings import get_settings
 from flows.prompt_opt.program import to_program, to_prompt
 from flows.prompt_opt.usage import Ledger
@@ -83,12 +90,13 @@ def post_evaluation(ctx, program, provider: str, model: str, position: int) -> t
 
 
 @task(name="optimize-target", task_run_name="optimize-target {provider}/{model}", cache_policy=NO_CACHE)
-def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, gate: Any) -> str:
+def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, gate: Any) -> str | State:
     store, log = connect(), get_run_logger()
     with gate:
         store.optimizations.record_model_result(run_id, ModelResult(position, provider, model, "processing"))
         pre_score = pre_evals = None
         try:
+            ctx.check_reachable(provider, model, TARGET)
             pre_score, pre_evals = pre_evaluation(ctx, provider, model, position)
             store.optimizations.record_model_result(run_id, ModelResult(position, provider, model, "processing", pre_score,
                                                           json.dumps(pre_evals)))
@@ -103,7 +111,7 @@ def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, 
             store.optimizations.record_model_result(run_id, ModelResult(
                 position, provider, model, "failed", pre_score, json.dumps(pre_evals) if pre_evals else None,
                 cost=cost, num_requests=calls, error=reason))
-            return "failed"
+            return Failed(message=f"{provider}/{model}: {reason}")  # the target's branch is red in the UI
         cost, calls = _flush_usage(ctx, position)
         store.optimizations.record_model_result(run_id, ModelResult(
             position, provider, model, "completed", pre_score, json.dumps(pre_evals), post_score,
@@ -113,7 +121,7 @@ def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, 
 
 
 @task(name="origin-evaluation", task_run_name="origin-evaluation {provider}/{model}", cache_policy=NO_CACHE)
-def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str:
+def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str | State:
     store = connect()
     spec = ctx.spec
     if spec.origin_score is not None:  # the caller gave the baseline: nothing to evaluate
@@ -122,6 +130,7 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str:
         return "completed"
     store.optimizations.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "processing"))
     try:
+        ctx.check_reachable(provider, model, ORIGIN_ROLE)
         program = to_program(spec.system_prompt, spec.template, spec.fields)
         score, evals = evaluate(ctx, program, provider, model, spec.test, TASK_PRE, ORIGIN)
     except Exception as exc:
@@ -129,7 +138,7 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str:
         reason = ctx.ledger.reason() if ctx.ledger.exceeded else f"{type(exc).__name__}: {exc}"[:2000]
         store.optimizations.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "failed", cost=cost,
                                                       num_requests=calls, error=reason))
-        return "failed"
+        return Failed(message=f"{provider}/{model} (origin): {reason}")
     cost, calls = _flush_usage(ctx, ORIGIN)
     store.optimizations.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "completed", score, json.dumps(evals),
                                                   cost=cost, num_requests=calls))
@@ -147,14 +156,37 @@ def publish_scores(run) -> None:
                                       "before and after optimization; the origin model's score is the baseline")
 
 
+def _run_error(ctx, targets: list[State]) -> str | None:
+    """The run's error when some target failed: the cost ceiling, or how many failed and why."""
+    failed = [state.message or "failed" for state in targets if not state.is_completed()]
+    if not failed:
+        return None
+    if ctx.ledger.exceeded:
+        return ctx.ledger.reason()
+    reasons = "; ".join(reason[:300] for reason in failed)
+    return f"{len(failed)} of {len(targets)} target models failed: {reasons} (see each target's result)"
+
+
+def _already_closed(run_id: str, run) -> dict[str, Any] | State:
+    """A flow run for a run that is unknown or already closed ends in the state the run is in."""
+    if run is None:
+        return Failed(message=f"optimization run {run_id} is unknown")
+    summary = {"run_id": run_id, "status": run.status}
+    if run.status == "failed":
+        return Failed(message=f"optimization run {run_id} had already failed: {run.error}", data=summary)
+    if run.status == "cancelled":
+        return Cancelled(message=f"optimization run {run_id} was cancelled", data=summary)
+    return summary
+
+
 @flow(name="optimize-prompt", flow_run_name="optimize-prompt {run_id}")
-def optimize_prompt(run_id: str) -> dict[str, Any]:
+def optimize_prompt(run_id: str) -> dict[str, Any] | State:
     logging.getLogger("dspy").setLevel(logging.WARNING)  # GEPA logs every candidate at INFO
     store, log = connect(), get_run_logger()
     run = store.optimizations.get(run_id)
     if run is None or not store.optimizations.begin(run_id):
         log.warning("run %s is unknown or no longer open; nothing to do", run_id)
-        return {"run_id": run_id, "status": run.status if run else "unknown"}
+        return _already_closed(run_id, run)
     try:
         ctx = _context(run)
         gate = threading.BoundedSemaphore(ctx.settings.parallel_targets)
@@ -163,18 +195,22 @@ def optimize_prompt(run_id: str) -> dict[str, Any]:
             futures.append(origin_evaluation.submit(ctx, run_id, *ctx.spec.origin))
         for position, (provider, model) in enumerate(ctx.spec.targets):
             futures.append(optimize_target.submit(ctx, run_id, provider, model, position, gate))
-        outcomes = [f.result() for f in futures]
+        for future in futures:
+            future.wait()
+        states = [future.state for future in futures]
     except Exception as exc:
         store.optimizations.finish(run_id, "failed", f"the optimization flow failed: {type(exc).__name__}: {exc}")
         raise
-    targets = outcomes[1:] if ctx.spec.origin else outcomes
-    status = "completed" if all(o == "completed" for o in targets) else "failed"
-    error = None
-    if status == "failed":
-        error = ctx.ledger.reason() if ctx.ledger.exceeded else (
-            f"{targets.count('failed')} of {len(targets)} target models failed; see their results")
+    error = _run_error(ctx, states[1:] if ctx.spec.origin else states)
+    status = "failed" if error else "completed"
     store.optimizations.finish(run_id, status, error)
-    publish_scores(store.optimizations.get(run_id))
+    try:
+        publish_scores(store.optimizations.get(run_id))
+    except Exception as exc:  # the scores are stored: a missing artifact must not turn a completed run red
+        log.warning("could not publish the scores artifact: %s", exc)
     log.info("run %s %s; total cost $%.6f over %d LLM calls", run_id, status, ctx.ledger.total,
              len(ctx.ledger.records))
-    return {"run_id": run_id, "status": status, "total_cost": ctx.ledger.total, "calls": len(ctx.ledger.records)}
+    summary = {"run_id": run_id, "status": status, "total_cost": ctx.ledger.total, "calls": len(ctx.ledger.records)}
+    if error:
+        return Failed(message=error, data=summary)  # red in the runs list, as the job is failed
+    return summary

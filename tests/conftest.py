@@ -30,6 +30,18 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
+def providers_reachable(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every LLM provider pointed at a loopback base URL (SWITCHBOARD_LLM_API_BASE), so that POST /v2/prompt/optimize
+    accepts runs (it refuses models with neither a base URL nor a key: api/prompt_optimization/credentials.py). For
+    tests whose flows never run (fake launchers): nothing is called there. Request it before `client`, which reads
+    the settings when the app starts."""
+    base = "http://127.0.0.1:9/v1"  # the discard port: never called
+    monkeypatch.setenv("SWITCHBOARD_LLM_API_BASE", base)
+    reset_settings()
+    return base
+
+
+@pytest.fixture
 def client(data_dir: Path) -> Iterator[TestClient]:
     """The real ASGI app (real DuckDB in the temp data dir) behind Litestar's httpx test client."""
     from api.app import create_app

@@ -38,11 +38,14 @@ class Provider:
     """OpenRouter's name for the vendor; None when model ids carry their own vendor."""
     aliases: tuple[str, ...] = ()
     first_party: bool = True
+    key_variables: tuple[str, ...] = ()
+    """The environment variables LiteLLM takes this provider's key from (any one will do), first the usual one."""
 
 
 PROVIDERS: tuple[Provider, ...] = (
-    Provider("openai", (Source("openai", ("openai/",)),), "openai"),
-    Provider("anthropic", (Source("anthropic", ("anthropic/",)),), "anthropic"),
+    Provider("openai", (Source("openai", ("openai/",)),), "openai", key_variables=("OPENAI_API_KEY",)),
+    Provider("anthropic", (Source("anthropic", ("anthropic/",)),), "anthropic",
+             key_variables=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")),
     Provider(
         "google",
         (
@@ -54,23 +57,29 @@ PROVIDERS: tuple[Provider, ...] = (
         ),
         "google",
         aliases=("gemini", "vertex_ai", "vertex", "googleai", "google_ai_studio"),
+        key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY"),  # the AI Studio route (flows/prompt_opt/llm.py)
     ),
-    Provider("mistral", (Source("mistral", ("mistral/",)),), "mistralai", aliases=("mistralai",)),
+    Provider("mistral", (Source("mistral", ("mistral/",)),), "mistralai", aliases=("mistralai",),
+             key_variables=("MISTRAL_API_KEY",)),
     Provider(
         "togetherai",
         (Source("together_ai", ("together_ai/",), require_prefix=True),),
         None,
         aliases=("together_ai", "together", "together-ai"),
         first_party=False,
+        key_variables=("TOGETHERAI_API_KEY", "TOGETHER_API_KEY", "TOGETHER_AI_API_KEY", "TOGETHER_AI_TOKEN"),
     ),
     Provider("cohere", (Source("cohere_chat", ("cohere/",)), Source("cohere", ("cohere/",))), "cohere",
-             aliases=("cohere_chat",)),
-    Provider("perplexity", (Source("perplexity", ("perplexity/",)),), "perplexity"),
-    Provider("deepseek", (Source("deepseek", ("deepseek/",)),), "deepseek"),
-    Provider("xai", (Source("xai", ("xai/",)),), "x-ai", aliases=("x-ai", "grok")),
-    Provider("moonshot", (Source("moonshot", ("moonshot/",)),), "moonshotai", aliases=("moonshotai", "kimi")),
-    Provider("zai", (Source("zai", ("zai/",)),), "z-ai", aliases=("z-ai", "zhipuai", "glm")),
-    Provider("ai21", (Source("ai21", ("ai21/",)),), "ai21"),
+             aliases=("cohere_chat",), key_variables=("COHERE_API_KEY", "CO_API_KEY")),
+    Provider("perplexity", (Source("perplexity", ("perplexity/",)),), "perplexity",
+             key_variables=("PERPLEXITYAI_API_KEY", "PERPLEXITY_API_KEY")),
+    Provider("deepseek", (Source("deepseek", ("deepseek/",)),), "deepseek", key_variables=("DEEPSEEK_API_KEY",)),
+    Provider("xai", (Source("xai", ("xai/",)),), "x-ai", aliases=("x-ai", "grok"), key_variables=("XAI_API_KEY",)),
+    Provider("moonshot", (Source("moonshot", ("moonshot/",)),), "moonshotai", aliases=("moonshotai", "kimi"),
+             key_variables=("MOONSHOT_API_KEY",)),
+    Provider("zai", (Source("zai", ("zai/",)),), "z-ai", aliases=("z-ai", "zhipuai", "glm"),
+             key_variables=("ZAI_API_KEY",)),
+    Provider("ai21", (Source("ai21", ("ai21/",)),), "ai21", key_variables=("AI21_API_KEY",)),
 )
 
 PROVIDERS_BY_NAME: dict[str, Provider] = {p.name: p for p in PROVIDERS}

@@ -9,9 +9,10 @@ from collections import Counter
 import msgspec
 
 from api.catalogue import Catalogue
-from api.errors import Forbidden, NotFound, ServiceUnavailable, TooManyRequests
+from api.errors import Forbidden, NotFound, ServiceUnavailable, TooManyRequests, ValidationFailed
 from api.launcher import OPTIMIZE_PROMPT, FlowLauncher, why_not_queued
 from api.offload import off_loop
+from api.prompt_optimization.credentials import models_called, unreachable
 from api.prompt_optimization.usage_log import run_usage
 from api.prompt_optimization.validation import check_access, validate
 from api.schemas.prompt_optimization import (
@@ -23,7 +24,7 @@ from api.schemas.prompt_optimization import (
     TargetResult,
     UsageRecord,
 )
-from api.settings import Settings
+from api.settings import OptimizeSettings, Settings
 from storage.optimization_records import ORIGIN, OptimizationRun
 from storage.records import User
 
@@ -41,6 +42,7 @@ class PromptOptimizationService:
     async def start(self, req: OptimizeRequest, user: User) -> str:
         check_access(user)
         valid = validate(req, user, self.catalogue)
+        self.check_reachable(valid.spec)
         started = await off_loop(
             self.store.optimizations.start, user.user_id, user.organization_id, json.dumps(valid.spec), valid.evaluation_metric,
             valid.evaluation_config, req.prototype_mode, valid.spec["origin"], valid.spec["targets"])
@@ -59,6 +61,15 @@ class PromptOptimizationService:
                                      code="FLOW_UNAVAILABLE", headers={"Retry-After": "5"}) from exc
         await off_loop(self.store.jobs.mark_queued, run_id, flow_run_id)
         return run_id
+
+    def check_reachable(self, spec: dict) -> None:
+        """Refuse a run that needs a model this service has no credentials or base URL for: it could only fail."""
+        optimize = self.settings.optimize or OptimizeSettings()
+        missing = unreachable(models_called(spec, optimize), optimize)
+        if missing:
+            raise ValidationFailed("this service cannot call every model the run needs; "
+                                   + "; ".join(m.message() for m in missing), code="PROVIDER_NOT_CONFIGURED",
+                                   details={"unreachable": [m.details() for m in missing]})
 
     async def _own(self, run_id: str, user: User, foreign_is_404: bool = False) -> OptimizationRun:
         check_access(user)

@@ -3,8 +3,13 @@
 Provider endpoints: a provider whose base URL is configured (SWITCHBOARD_<PROVIDER>_API_BASE, or
 SWITCHBOARD_LLM_API_BASE for all) is called as an OpenAI-compatible server at that URL (vLLM, Ollama, llama.cpp,
 a proxy) with SWITCHBOARD_<PROVIDER>_API_KEY / SWITCHBOARD_LLM_API_KEY; otherwise LiteLLM calls the provider's own
-API with its usual key variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...). Transient errors are
-retried by LiteLLM with exponential backoff (SWITCHBOARD_LLM_RETRIES).
+API with its usual key variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...). A provider with neither
+cannot be called: building its LM raises `ProviderNotConfigured` at once (LiteLLM would report the missing key as a
+server error, which DSPy retries with backoff). Transient errors are retried by DSPy with exponential backoff
+(SWITCHBOARD_LLM_RETRIES).
+
+Direct calls (a judge's verdict, a reflection) go through DSPy's request API (`BilledLM.reply`, a dspy.lm15.Request);
+the program's own calls go through its adapter (flows/prompt_opt/program.py).
 """
 
 from __future__ import annotations
@@ -18,14 +23,24 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 os.environ.setdefault("DSPY_CACHEDIR", os.path.join(os.path.expanduser("~"), ".cache", "switchboard-dspy"))
 
 import dspy  # noqa: E402
+from dspy.lm15 import Config, Message, Request  # noqa: E402
 
 from api.catalogue.providers import PROVIDERS_BY_NAME  # noqa: E402
+from api.prompt_optimization.credentials import Unreachable, key_variables, reachable  # noqa: E402
 from api.settings import OptimizeSettings  # noqa: E402
 from flows.prompt_opt.usage import Ledger  # noqa: E402
 
 
 class ProviderError(RuntimeError):
     """A provider error whose message carried a key; raised in its place with the key redacted."""
+
+
+class ProviderNotConfigured(RuntimeError):
+    """No base URL and no key for a provider: a configuration error, never retried."""
+
+    def __init__(self, unreachable: list[Unreachable]) -> None:
+        super().__init__("; ".join(u.message() for u in unreachable))
+        self.unreachable = unreachable
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
@@ -50,6 +65,9 @@ class BilledLM(dspy.LM):
     def __init__(self, *, provider: str, model: str, prices: tuple[float, float], ledger: Ledger, task_type: str,
                  position: int, role: str, settings: OptimizeSettings, temperature: float = 0.0,
                  max_tokens: int = 1024) -> None:
+        if not reachable(provider, settings):
+            raise ProviderNotConfigured([Unreachable(provider, ((f"{provider}/{model}", role),),
+                                                     key_variables(provider))])
         route = litellm_route(provider, model, settings)
         super().__init__(engine="litellm", cache=False, num_retries=settings.llm_retries, temperature=temperature,
                          max_tokens=max_tokens, timeout=settings.llm_timeout_s, **route)
@@ -73,6 +91,16 @@ class BilledLM(dspy.LM):
                 raise ProviderError(f"{type(exc).__name__}: {clean}") from None
             raise
 
+    def reply(self, messages: list[dict[str, str]]) -> str:
+        """One direct call, as DSPy's request API takes it: the system messages become the request's instructions,
+        the others its conversation, with this LM's temperature and token limit; returns the reply's text."""
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
+        turns = tuple(Message.assistant(m["content"]) if m["role"] == "assistant" else Message.user(m["content"])
+                      for m in messages if m["role"] != "system")
+        config = Config(temperature=self.kwargs.get("temperature"),
+                        max_tokens=self.kwargs.get("max_tokens") or self.kwargs.get("max_completion_tokens"))
+        return self(Request(model=self.model, messages=turns, system=system, config=config)).text or ""
+
     def update_history(self, entry: dict[str, Any]) -> None:
         # Called once per provider response (never for cache hits: the cache is off). History is not kept:
         # the ledger is the record, and a long run would otherwise hold every prompt in memory.
@@ -81,10 +109,3 @@ class BilledLM(dspy.LM):
                            usage=entry.get("usage") or {}, task_type=self.sb_task_type, position=self.sb_position,
                            role=self.sb_role, latency_s=(time.perf_counter() - started) if started else 0.0)
 
-
-def text_of(outputs: Any) -> str:
-    """The first completion's text from an LM call's outputs."""
-    first = outputs[0] if isinstance(outputs, list) and outputs else outputs
-    if isinstance(first, dict):
-        first = first.get("text") or ""
-    return str(first or "")

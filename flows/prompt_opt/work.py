@@ -5,6 +5,7 @@ The flow (flows/optimize_prompt.py) only orchestrates these; tests call them dir
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -14,10 +15,11 @@ from typing import Any
 import dspy
 from gepa.strategies.instruction_proposal import InstructionProposalSignature
 
+from api.prompt_optimization import credentials
 from api.prompt_optimization.templates import fill
 from api.settings import OptimizeSettings
 from flows.prompt_opt import metrics
-from flows.prompt_opt.llm import BilledLM, text_of
+from flows.prompt_opt.llm import BilledLM, ProviderNotConfigured
 from flows.prompt_opt.program import PromptProgram, internal_name, to_program
 from flows.prompt_opt.usage import CostCeilingExceeded, Ledger
 
@@ -54,6 +56,17 @@ class RunContext:
         return BilledLM(provider=provider, model=model, prices=self.prices[f"{provider}/{model}"], ledger=self.ledger,
                         task_type=task_type, position=position, role=role, settings=self.settings, **kw)
 
+    def check_reachable(self, provider: str, model: str, role: str) -> None:
+        """Before a model's first call: the service can call every model its work needs (the model, the judge, and
+        for a target the reflection model), else ProviderNotConfigured at once, before anything is spent."""
+        spec = dataclasses.asdict(self.spec)
+        models = [(provider, model, role), *credentials.judge(spec, self.settings)]
+        if role == credentials.TARGET:
+            models += credentials.reflection(self.settings)
+        missing = credentials.unreachable(models, self.settings)
+        if missing:
+            raise ProviderNotConfigured(missing)
+
     def judge_model(self) -> tuple[str, str]:
         name = self.spec.config["llm_judge"] if self.spec.metric == "custom" else self.settings.judge_model
         provider, _, model = name.partition("/")
@@ -68,7 +81,7 @@ class RunContext:
 
         def judge(messages: list[dict[str, str]]) -> str:
             assert judge_lm is not None
-            return text_of(judge_lm(messages=messages))
+            return judge_lm.reply(messages)
 
         def score(golden: dict[str, Any], response: str) -> metrics.Verdict:
             if self.spec.metric == "JSON_Match":
@@ -134,7 +147,7 @@ def optimize(ctx: RunContext, provider: str, model: str, position: int) -> Promp
             prompt = InstructionProposalSignature.prompt_renderer(
                 {"current_instruction_doc": candidate[name], "dataset_with_feedback": reflective_dataset[name]})
             messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
-            reply = text_of(reflection_lm(messages=messages))
+            reply = reflection_lm.reply(messages)
             out[name] = InstructionProposalSignature.output_extractor(reply)["new_instruction"].strip() or candidate[name]
         return out
 

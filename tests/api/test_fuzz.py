@@ -41,7 +41,7 @@ def assert_error_shape(response) -> None:
 
 
 @pytest.fixture
-def fuzz_client(client, issue_key):
+def fuzz_client(providers_reachable, client, issue_key):  # providers first: valid optimize bodies are accepted
     services = client.app.state.services
     services.authenticator.rate_limiter = None  # the fuzzer sends hundreds of requests on one key
     services.router_training.launcher = FakeLauncher()

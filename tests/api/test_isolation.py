@@ -20,6 +20,8 @@ from tests.support.optimization import body as optimize_body
 from tests.support.routes import public_routes_with_path_parameters
 from tests.support.synthetic import LLM_PROVIDERS, MODELS, csv_bytes
 
+pytestmark = pytest.mark.usefixtures("providers_reachable")  # before `client`: alice's optimization run is accepted
+
 PROVIDERS = [{"provider": p, "model": m} for p, m in MODELS]
 NOT_FOUND = (404, "not_found_error")
 NOT_OWNED = (403, "authorization_error")

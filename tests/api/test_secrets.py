@@ -16,7 +16,7 @@ from storage.keys import hash_key
 from storage.store import LocalStore
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.fakes.provider import fake_provider
-from tests.support.optimization import start_run, stored
+from tests.support.optimization import run_flow, start_run, stored
 
 CREATE = "/v2/preferences/userPreferenceCreate"
 PROVIDER_SECRETS = {"SWITCHBOARD_LLM_API_KEY": "sk-canary-LLM-5f1b8e0c9d",
@@ -104,7 +104,6 @@ def canary_llm(data_dir, monkeypatch) -> Iterator[FakeOpenAI]:
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_provider_keys_appear_in_no_log_error_or_stored_record(canary_llm, data_dir, everything_logged):
-    from flows.optimize_prompt import optimize_prompt
     from flows.prompt_opt.llm import litellm_route
 
     route = litellm_route("openai", "gpt-4o-mini", get_settings().optimize)
@@ -114,7 +113,7 @@ def test_provider_keys_appear_in_no_log_error_or_stored_record(canary_llm, data_
     canary_llm.echo_key.add("claude-haiku-4-5")
     run_id = start_run([("anthropic", "claude-haiku-4-5")], origin=("openai", "gpt-4o-mini"), fake=canary_llm,
                        evaluation_metric="JSON_Match", as_json=True)
-    summary = optimize_prompt(run_id)
+    _, summary = run_flow(run_id)
     run, usage = stored(run_id)
     target = next(r for r in run.results if r.model == "claude-haiku-4-5")
     assert summary["status"] == "failed" and target.result_status == "failed" and "[redacted]" in target.error
@@ -140,7 +139,7 @@ def test_a_provider_error_quoting_the_key_is_raised_with_the_key_cut_out(canary_
                   ledger=Ledger("run", "alice", "acme", 1.0), task_type="evaluation", position=0, role="target",
                   settings=get_settings().optimize)
     with pytest.raises(ProviderError) as raised:
-        lm(messages=[{"role": "user", "content": "hi"}])
+        lm.reply([{"role": "user", "content": "hi"}])
     text = str(raised.value)
     assert "Incorrect API key provided: Bearer [redacted]" in text and raised.value.__suppress_context__
     assert not [s for s in PROVIDER_SECRETS.values() if s in text + logged_text(everything_logged)]

@@ -1,6 +1,8 @@
 """The `optimize-prompt` flow under Prefect's test harness, against the fake OpenAI-compatible server: scores
-improve, prompts keep their placeholders, a failing target fails alone, the cost ceiling stops a run, and every LLM
-call is a usage record whose costs sum to each target's cost."""
+improve, prompts keep their placeholders, a failing target fails alone, the cost ceiling stops a run, a model without
+credentials fails the run at once, and every LLM call is a usage record whose costs sum to each target's cost. The
+flow run's Prefect state is the run's JobStatus: Completed when it completed, Failed (with the run's error) when it
+failed, also partly."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from api.settings import get_settings, reset_settings
 from storage.optimization_records import ORIGIN
 from tests.support.fakes.openai_server import OBEY_PHRASE, FakeOpenAI
 from tests.support.fakes.provider import fake_provider
-from tests.support.optimization import TEMPLATE, start_run, stored
+from tests.support.optimization import TEMPLATE, run_flow, start_run, stored
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -26,11 +28,9 @@ def fake_llm(data_dir, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
 
 
 def test_optimization_improves_scores_and_costs_add_up(fake_llm):
-    from flows.optimize_prompt import optimize_prompt
-
     run_id = start_run([("openai", "gpt-4o-mini"), ("anthropic", "claude-haiku-4-5")], fake=fake_llm)
-    summary = optimize_prompt(run_id)
-    assert summary["status"] == "completed"
+    state, summary = run_flow(run_id)
+    assert state.is_completed() and summary["status"] == "completed"
     run, usage = stored(run_id)
     assert run.status == "completed" and run.error is None
     origin, *targets = run.results
@@ -56,31 +56,56 @@ def test_optimization_improves_scores_and_costs_add_up(fake_llm):
 
 
 def test_a_failing_target_fails_alone_and_flaky_ones_are_retried(fake_llm):
-    from flows.optimize_prompt import optimize_prompt
-
     fake_llm.failing.add("claude-haiku-4-5")
     fake_llm.flaky["gpt-4o-mini"] = 1  # one transient 503: LiteLLM retries it
     run_id = start_run([("openai", "gpt-4o-mini"), ("anthropic", "claude-haiku-4-5")], origin=None, fake=fake_llm,
                        evaluation_metric="JSON_Match", as_json=True)
-    assert optimize_prompt(run_id)["status"] == "failed"
+    state, summary = run_flow(run_id)
     run, _ = stored(run_id)
     ok, bad = run.results
     assert ok.result_status == "completed" and ok.post_score == 1.0
     assert bad.result_status == "failed" and bad.system_prompt is None and bad.user_message_template is None
     assert "claude-haiku-4-5" in bad.error or "500" in bad.error
-    assert run.status == "failed" and "1 of 2 target models failed" in run.error
+    assert run.status == "failed" and "1 of 2 target models failed: anthropic/claude-haiku-4-5" in run.error
+    # Partly failed is failed: the flow run is Failed with the run's error, as the status endpoint reports it.
+    assert state.is_failed() and state.message == run.error and summary["status"] == "failed"
 
 
 def test_the_cost_ceiling_stops_the_run(fake_llm, monkeypatch):
-    from flows.optimize_prompt import optimize_prompt
-
     monkeypatch.setenv("SWITCHBOARD_OPTIMIZE_MAX_COST_USD", "0.0005")
     reset_settings()
     run_id = start_run([("openai", "gpt-4o-mini")], origin=None, fake=fake_llm)
-    assert optimize_prompt(run_id)["status"] == "failed"
+    state, _ = run_flow(run_id)
     run, usage = stored(run_id)
     assert run.status == "failed" and "ceiling of $0.0005" in run.error
+    assert state.is_failed() and state.message == run.error
     [target] = run.results
     assert target.result_status == "failed" and "ceiling" in target.error and target.system_prompt is None
     spent = sum(r["total_cost"] for r in usage)
     assert spent == pytest.approx(target.cost) and spent < 0.0005 + 0.0002  # stopped within one call's cost
+
+
+def test_a_model_without_credentials_fails_the_run_at_once_and_the_flow_run_is_failed(fake_llm, monkeypatch):
+    """No base URL and no key for OpenAI (the targets' and the reflection model's provider): every target fails
+    before its first call, naming the setting, without retries; the flow run is Failed, not Completed."""
+    run_id = start_run([("openai", "gpt-4o-mini"), ("anthropic", "claude-haiku-4-5")], fake=fake_llm)
+    monkeypatch.delenv("SWITCHBOARD_LLM_API_BASE")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("SWITCHBOARD_ANTHROPIC_API_BASE", fake_llm.base_url)  # anthropic stays reachable
+    reset_settings()
+    state, summary = run_flow(run_id)
+    run, usage = stored(run_id)
+    assert run.status == "failed" and state.is_failed() and state.message == run.error
+    assert summary == {"run_id": run_id, "status": "failed", "total_cost": 0.0, "calls": 0}
+    assert fake_llm.calls == [] and usage == []  # nothing sent, nothing retried
+    origin, *targets = run.results
+    for result in run.results:
+        assert result.result_status == "failed" and result.system_prompt is None
+        assert "ProviderNotConfigured" in result.error and "OPENAI_API_KEY" in result.error, result.error
+        assert "SWITCHBOARD_OPENAI_API_BASE" in result.error
+    assert "openai/gpt-4o (reflection model)" in targets[1].error  # the Anthropic target needs OpenAI's reflection
+    assert "openai/gpt-4o (origin model)" in origin.error
+    assert "2 of 2 target models failed" in run.error and "OPENAI_API_KEY" in run.error
+    # A flow run started again for the closed run does nothing and ends in the run's state, not Completed.
+    again, _ = run_flow(run_id)
+    assert again.is_failed() and "had already failed" in again.message and stored(run_id)[0].error == run.error

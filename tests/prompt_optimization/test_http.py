@@ -16,7 +16,7 @@ from tests.support.fakes.launcher import FakeLauncher
 from tests.support.fakes.openai_server import capital_goldens
 from tests.support.optimization import OPTIMIZE, body
 
-pytestmark = pytest.mark.usefixtures("launcher")
+pytestmark = pytest.mark.usefixtures("providers_reachable", "launcher")
 
 
 def error(r, status: int, code: str) -> dict:

@@ -54,6 +54,15 @@ def start_run(targets: list[tuple[str, str]], origin: tuple[str, str] | None = (
     return run.run_id
 
 
+def run_flow(run_id: str):
+    """Run the optimize-prompt flow in-process: (its final Prefect state, the summary it returned)."""
+    # lazy: Prefect and DSPy load only for the tests that run the flow
+    from flows.optimize_prompt import optimize_prompt
+
+    state = optimize_prompt(run_id, return_state=True)
+    return state, state.result(raise_on_failure=False)
+
+
 def stored(run_id: str):
     store = LocalStore(get_settings().db_path)
     try:
