@@ -27,6 +27,9 @@ from flows.prompt_opt.usage import Ledger  # noqa: E402
 class ProviderError(RuntimeError):
     """A provider error whose message carried a key; raised in its place with the key redacted."""
 
+    provider_error_type: str | None = None
+    status_code: int | None = None
+
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
@@ -70,7 +73,10 @@ class BilledLM(dspy.LM):
             message = str(exc)
             clean = redact(message, self.sb_secrets)
             if clean != message:
-                raise ProviderError(f"{type(exc).__name__}: {clean}") from None
+                error = ProviderError(f"{type(exc).__name__}: {clean}")
+                error.provider_error_type = type(exc).__name__  # what api/public_errors.py reports to the caller
+                error.status_code = getattr(exc, "status_code", None)
+                raise error from None
             raise
 
     def update_history(self, entry: dict[str, Any]) -> None:
