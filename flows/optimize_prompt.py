@@ -127,7 +127,8 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str:
         score, evals = evaluate(ctx, program, provider, model, spec.test, TASK_PRE, ORIGIN)
     except Exception as exc:
         cost, calls = _flush_usage(ctx, ORIGIN)
-        reason = ctx.ledger.reason() if ctx.ledger.exceeded else public_reason(exc, f"{provider}/{model}", get_run_logger())
+        reason = ctx.ledger.reason() if ctx.ledger.exceeded else public_reason(exc, f"{provider}/{model}",
+                                                                               get_run_logger())
         store.optimizations.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "failed", cost=cost,
                                                       num_requests=calls, error=reason))
         return "failed"

@@ -113,7 +113,7 @@ def message_texts(messages: Any) -> list[tuple[str, str]]:
     """(role, text) for every message that has text, its text parts joined by newlines. A bare string counts as
     one user message. Raises MessageShapeError for a shape the interface does not define."""
     out: list[tuple[str, str]] = []
-    current, role, texts = -1, "user", []
+    current, role, texts = -1, "user", list[str]()
     for index, part_role, text in _message_parts(messages):
         if index != current:
             if texts:

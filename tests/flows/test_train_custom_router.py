@@ -146,7 +146,8 @@ def test_a_broken_dataset_fails_the_job_with_the_reason(data_dir):
     assert state.is_failed()
     store = LocalStore(get_settings().db_path)
     job = store.jobs.get(params["job_id"])
-    assert job.status == "failed" and job.error.startswith("FileNotFoundError: ") and "submit the job again" in job.error
+    assert job.status == "failed" and job.error.startswith("FileNotFoundError: ")
+    assert "submit the job again" in job.error
     assert "d.parquet" not in job.error and str(data_dir) not in job.error  # the path is for the run's log
     store.close()
 

@@ -40,7 +40,8 @@ def test_shapes_the_interface_does_not_define_are_a_400_naming_where(client, aut
     "a bare string",
     [{"role": "user", "content": "a string"}],
     [{"role": "user", "content": ["a list", "of strings"]}],
-    [{"role": "user", "content": [{"type": "text", "text": "typed"}, {"type": "image_url", "image_url": {"url": "x"}}]}],
+    [{"role": "user", "content": [{"type": "text", "text": "typed"},
+                                  {"type": "image_url", "image_url": {"url": "x"}}]}],
     [{"role": "user", "content": [{"text": "a part without a type is text"}]}],
     [{"role": "user", "content": "call the tool"}, {"role": "assistant", "content": None, "tool_calls": []}],
 ])
@@ -74,7 +75,8 @@ def test_tools_outside_the_chat_tool_format_are_a_400(client, auth, tools, where
 
 def test_tools_in_the_chat_tool_format_route(client, auth):
     tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
-                                               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                                               "parameters": {"type": "object",
+                                                              "properties": {"city": {"type": "string"}}},
                                                "strict": True}},
              {"type": "function", "function": {"name": "now"}},
              {"type": "custom", "custom": {"name": "sql", "description": "free-form SQL"}}]
