@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import logging
+from dataclasses import dataclass, field
 
 import anyio
 import httpx
@@ -10,7 +12,8 @@ from litestar import Request
 from litestar.di import NamedDependency
 from litestar.openapi.spec import SecurityScheme
 
-from api.auth_cache import AuthCache
+from api.auth_cache import AuthCache, Freshness
+from api.client_address import client_address
 from api.errors import ServiceUnavailable, Unauthorized
 from api.rate_limit import KEY_LOOKUP, RateLimiter
 from storage.errors import StoreError
@@ -18,6 +21,7 @@ from storage.interfaces import Accounts, Store
 from storage.keys import hash_key
 from storage.records import KEY_SUBJECT_PREFIX, User, is_key_subject
 
+log = logging.getLogger("switchboard.api")
 SECURITY_SCHEME_NAME = "BearerAuth"
 SECURITY_SCHEMES = {SECURITY_SCHEME_NAME: SecurityScheme(type="http", scheme="bearer",
                                                          description="`Authorization: Bearer <API_KEY>`")}
@@ -36,29 +40,31 @@ def _bearer_token(request: Request) -> str:
     return token
 
 
-def client_address(request: Request) -> str:
-    client = request.scope.get("client")
-    return client[0] if client else "unknown"
-
-
 @dataclass
 class Authenticator:
-    """Key -> user through a short-lived cache, then the per-key rate limit (rate_limiter None: no limits).
+    """Key -> user through the auth cache (api/auth_cache.py), then the per-key rate limit (rate_limiter None: no
+    limits).
 
     A key not in the cache is looked up in the store, which behind a store owner is an HTTP call: it runs in a
     worker thread, never on the event loop, and gives up after `lookup_timeout_s` with a 503, so a slow or
-    restarting owner delays only the callers whose keys are not cached. Look-ups are limited per client address
-    (the KEY_LOOKUP class) before they are made: random keys from one address cannot keep the store busy."""
+    restarting owner delays only the callers whose keys are not cached. Those look-ups are limited per client
+    address (the KEY_LOOKUP class; `trusted_proxies`: see api/client_address.py) before they are made, so random
+    keys from one address cannot keep the store busy. A key this worker has seen work is never held back by that
+    limit: once its cache entry is stale it is still served, and looked up again in the background; a revoked key
+    leaves the cache at once through the change feed."""
 
     accounts: Accounts
     cache: AuthCache
     rate_limiter: RateLimiter | None = None
     lookup_timeout_s: float = 2.0
+    trusted_proxies: tuple = ()  # of api.client_address.Network (Litestar's signature model reads these hints)
+    _refreshing: set = field(default_factory=set)  # key hashes being looked up again
+    _tasks: set = field(default_factory=set)  # their asyncio tasks
 
     def attach(self, store: Store) -> "Authenticator":
         """Follow the store's changes: a revoked key leaves the cache at once (within the change feed's poll on
-        API workers behind a store owner)."""
-        store.subscribe(self.on_change, resync=self.cache.clear)
+        API workers behind a store owner); after a gap in the feed every cached key is looked up again."""
+        store.subscribe(self.on_change, resync=self.cache.expire_all)
         return self
 
     def on_change(self, subject: str) -> None:
@@ -76,10 +82,13 @@ class Authenticator:
 
     async def _authenticate(self, request: Request) -> User:
         key_hash = hash_key(_bearer_token(request))
-        found, user = self.cache.get(key_hash)
-        if not found:
+        freshness, user = self.cache.lookup(key_hash)
+        if freshness is Freshness.STALE:
+            self._refresh(key_hash)
+        elif freshness is Freshness.MISS:
             if self.rate_limiter is not None:
-                self.rate_limiter.check(client_address(request), KEY_LOOKUP, who="this client address")
+                self.rate_limiter.check(client_address(request.scope, self.trusted_proxies), KEY_LOOKUP,
+                                        who="this client address")
             user = await self._look_up(key_hash)
             self.cache.put(key_hash, user)
         if user is None:
@@ -87,6 +96,30 @@ class Authenticator:
         if self.rate_limiter is not None:  # after authentication: unknown keys cannot fill the bucket table
             self.rate_limiter.check(key_hash, self.rate_limiter.class_of(request.route_handler.operation_id))
         return user
+
+    def _refresh(self, key_hash: str) -> None:
+        """Look a known key up again in the background, once at a time per key."""
+        if key_hash in self._refreshing:
+            return
+        self._refreshing.add(key_hash)
+        task = asyncio.get_running_loop().create_task(self._revalidate(key_hash))
+        self._tasks.add(task)  # held until done: the loop keeps only weak references to tasks
+        task.add_done_callback(self._tasks.discard)
+
+    async def _revalidate(self, key_hash: str) -> None:
+        try:
+            user = await self._look_up(key_hash)
+        except Exception as exc:  # the store is away: the key stays stale, served, and is tried on its next use
+            log.warning("could not look a cached API key up again (%s); it stays cached", type(exc).__name__)
+            return
+        finally:
+            self._refreshing.discard(key_hash)
+        self.cache.put(key_hash, user)
+
+    async def settled(self) -> None:
+        """Wait for the background look-ups under way (tests; shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def _look_up(self, key_hash: str) -> User | None:
         try:

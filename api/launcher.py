@@ -5,12 +5,15 @@ flows/prefect_api.py (which imports no Prefect until a call needs it) and nothin
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Protocol
 
+from api.public_errors import public_reason
 from flows import prefect_api
 from flows.prefect_api import OPTIMIZE_PROMPT, TRAIN_CUSTOM_ROUTER
 
 __all__ = ["FlowLauncher", "OPTIMIZE_PROMPT", "PrefectLauncher", "TRAIN_CUSTOM_ROUTER"]
+log = logging.getLogger("switchboard.api")
 
 
 class FlowLauncher(Protocol):
@@ -21,14 +24,13 @@ class FlowLauncher(Protocol):
 
 def why_not_queued(exc: BaseException, deployment: str) -> str:
     """A reason a person can act on for a flow run that could not be created (exceptions may carry no message)."""
-    name = type(exc).__name__
-    detail = str(exc).strip()
-    named = f"{name}: {detail}" if detail else name
+    name = type(exc).__name__  # its text names internal addresses: it goes to the log (api/public_errors.py)
     if name == "ObjectNotFound":
         return f"the deployment {deployment!r} is not registered yet (the flow runner is starting or restarting)"
     if isinstance(exc, (ConnectionError, OSError)) or "Connect" in name or "Timeout" in name:
-        return f"the Prefect server is not reachable ({named})"
-    return named
+        log.warning("the Prefect server is not reachable: %s: %s", name, exc)
+        return f"the Prefect server is not reachable ({name}); retry in a few seconds"
+    return public_reason(exc, f"creating a flow run of {deployment!r}")
 
 
 class PrefectLauncher:

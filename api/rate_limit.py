@@ -3,7 +3,8 @@
 Two classes per API key: `select` (modelSelect and feedback, the per-LLM-call hot path, a large default) and `jobs`
 (every other authenticated endpoint: preferences, prompt optimization, router training). One class per client
 address, `key-lookup`: each look-up of a key that is not cached (api/auth.py), so a flood of random keys is
-refused before it reaches the store. A bucket holds up to `burst`
+refused before it reaches the store; a key the worker has seen work never draws on it (api/auth_cache.py), and
+behind a reverse proxy the address is the one it forwards (api/client_address.py). A bucket holds up to `burst`
 tokens and refills at `per_minute / 60` tokens a second; a request takes one token or is refused with 429
 RATE_LIMITED and `Retry-After` (whole seconds until a token is back). `per_minute` 0 turns a class off.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from api.errors import TooManyRequests
@@ -42,9 +44,10 @@ class Limit:
 
 
 class RateLimiter:
-    def __init__(self, limits: dict[str, Limit], max_keys: int = 100_000) -> None:
+    def __init__(self, limits: dict[str, Limit], max_keys: int = 100_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.limits = {name: limit for name, limit in limits.items() if limit.per_minute > 0}
-        self.max_keys = max_keys
+        self.max_keys, self.clock = max_keys, clock
         self._buckets: dict[tuple[str, str], list[float]] = {}  # (class, key hash) -> [tokens, last refill]
 
     @staticmethod
@@ -57,7 +60,7 @@ class RateLimiter:
         limit = self.limits.get(limit_class)
         if limit is None:
             return
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         slot = (limit_class, key_hash)
         bucket = self._buckets.get(slot)
         if bucket is None:

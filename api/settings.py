@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from api.client_address import parse_networks
 from storage.layout import DataDir, configured_data_dir
 
 
@@ -29,6 +30,16 @@ def _float(name: str, default: float) -> float:
         return float(raw)
     except ValueError as exc:
         raise SystemExit(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _networks(name: str) -> tuple[str, ...]:
+    """A comma-separated list of IP addresses or CIDR networks; a typo stops start-up."""
+    entries = tuple(e.strip() for e in os.environ.get(name, "").split(",") if e.strip())
+    try:
+        parse_networks(entries)
+    except ValueError as exc:
+        raise SystemExit(f"{name}: {exc}") from exc
+    return entries
 
 
 def _path(name: str) -> Path | None:
@@ -64,6 +75,9 @@ class Settings:
     # Look-ups of keys not in the auth cache, per client address (api/auth.py): random keys cannot flood the store.
     key_lookup_rate_limit_per_minute: int = 600
     key_lookup_rate_limit_burst: int = 30
+    # Reverse proxies whose X-Forwarded-For names the client for those limits (api/client_address.py); none: the
+    # connecting address is the client.
+    trusted_proxies: tuple[str, ...] = ()
     # Custom routers: how many characters of an upload's prompts e5 reads at training time, as the teacher of the
     # router's own static lexicon (flows/custom_router/teacher.py; about 12-25 s on 2 cores, docs/routing.md);
     # 0: no teacher, the router reads the English static embedding alone. e5 never runs when serving.
@@ -198,6 +212,7 @@ def get_settings() -> Settings:
         select_rate_limit_burst=max(1, _int("SWITCHBOARD_SELECT_RATE_LIMIT_BURST", 10_000)),
         key_lookup_rate_limit_per_minute=max(0, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_PER_MINUTE", 600)),
         key_lookup_rate_limit_burst=max(1, _int("SWITCHBOARD_KEY_LOOKUP_RATE_LIMIT_BURST", 30)),
+        trusted_proxies=_networks("SWITCHBOARD_TRUSTED_PROXIES"),
         custom_router_e5_max_chars=max(0, _int("SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS", 150_000)),
         custom_router_e5_seconds=max(0.0, _float("SWITCHBOARD_CUSTOM_ROUTER_E5_SECONDS", 20.0)),
         default_router_dir=_path("SWITCHBOARD_DEFAULT_ROUTER_DIR"),

@@ -8,6 +8,7 @@ from threadpoolctl import threadpool_limits
 
 from api.auth import Authenticator
 from api.auth_cache import AuthCache
+from api.client_address import parse_networks
 from api.catalogue import load_catalogue
 from api.custom_router.startup import custom_router_services
 from api.launcher import PrefectLauncher
@@ -56,8 +57,8 @@ def build_services(settings: Settings, store: Store) -> Services:
     runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))
     return Services(
         settings=settings, store=store, rpc_token=owner.new_token(),
-        authenticator=Authenticator(store.accounts, AuthCache(settings.auth_cache_seconds),
-                                    rate_limiter(settings)).attach(store),
+        authenticator=Authenticator(store.accounts, AuthCache(settings.auth_cache_seconds), rate_limiter(settings),
+                                    trusted_proxies=parse_networks(settings.trusted_proxies)).attach(store),
         selection=selection, feedback=feedback, sessions=sessions,
         preferences=PreferenceService(store.preferences, store.routers, settings.layout),
         custom_routers=registry, router_training=training, prompt_optimization=runs,

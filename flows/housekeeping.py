@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 from prefect import flow, get_run_logger, task
 
+from api.public_errors import public_state_message
 from api.settings import get_settings
 from flows import prefect_api
 from flows.storage_access import connect
@@ -40,7 +41,7 @@ async def reconcile_jobs() -> int:
         status, message = await prefect_api.flow_run_status(job.flow_run_id)
         if status in prefect_api.FINAL_JOB_STATUSES:
             store.jobs.update(job.job_id, status=status, only_if_open=True,
-                             error=None if status == "completed" else (message or f"flow run ended {status}"))
+                             error=None if status == "completed" else public_state_message(message, status))
             logger.info("job %s (%s) -> %s", job.job_id, job.kind, status)
             fixed += 1
     return fixed

@@ -28,6 +28,7 @@ from prefect.states import Cancelled, Failed, State
 from api.catalogue import load_catalogue
 from api.prompt_optimization.credentials import ORIGIN as ORIGIN_ROLE
 from api.prompt_optimization.credentials import TARGET
+from api.public_errors import public_reason
 from api.settings import get_settings
 from flows.prompt_opt.program import to_program, to_prompt
 from flows.prompt_opt.usage import Ledger
@@ -107,7 +108,7 @@ def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, 
         except Exception as exc:  # this target fails; the others go on
             log.warning("target %s/%s failed: %s", provider, model, exc)
             cost, calls = _flush_usage(ctx, position)
-            reason = ctx.ledger.reason() if ctx.ledger.exceeded else f"{type(exc).__name__}: {exc}"[:2000]
+            reason = ctx.ledger.reason() if ctx.ledger.exceeded else public_reason(exc, f"{provider}/{model}", log)
             store.optimizations.record_model_result(run_id, ModelResult(
                 position, provider, model, "failed", pre_score, json.dumps(pre_evals) if pre_evals else None,
                 cost=cost, num_requests=calls, error=reason))
@@ -135,7 +136,8 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str | Stat
         score, evals = evaluate(ctx, program, provider, model, spec.test, TASK_PRE, ORIGIN)
     except Exception as exc:
         cost, calls = _flush_usage(ctx, ORIGIN)
-        reason = ctx.ledger.reason() if ctx.ledger.exceeded else f"{type(exc).__name__}: {exc}"[:2000]
+        reason = ctx.ledger.reason() if ctx.ledger.exceeded else public_reason(exc, f"{provider}/{model}",
+                                                                               get_run_logger())
         store.optimizations.record_model_result(run_id, ModelResult(ORIGIN, provider, model, "failed", cost=cost,
                                                       num_requests=calls, error=reason))
         return Failed(message=f"{provider}/{model} (origin): {reason}")
@@ -199,7 +201,7 @@ def optimize_prompt(run_id: str) -> dict[str, Any] | State:
             future.wait()
         states = [future.state for future in futures]
     except Exception as exc:
-        store.optimizations.finish(run_id, "failed", f"the optimization flow failed: {type(exc).__name__}: {exc}")
+        store.optimizations.finish(run_id, "failed", public_reason(exc, "the optimization flow", log))
         raise
     error = _run_error(ctx, states[1:] if ctx.spec.origin else states)
     status = "failed" if error else "completed"

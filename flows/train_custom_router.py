@@ -42,6 +42,7 @@ from threadpoolctl import threadpool_limits
 from api.custom_router.encoders import ENGLISH, LEXICON, EnglishEncoder, LexiconEncoder
 from api.custom_router.lexicon import Lexicon
 from api.custom_router.model import FORMAT  # noqa: E402
+from api.public_errors import public_reason
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from api.routing.features import Featurizer
 from api.settings import get_settings
@@ -240,7 +241,8 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         return Cancelled(message=str(exc))  # type: ignore[return-value]
     except Exception as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        store.jobs.update(job_id, status="failed", only_if_open=True, error=f"{type(exc).__name__}: {exc}"[:1000])
+        reason = public_reason(exc, "training the custom router", logger)  # the detail goes to the run's log
+        store.jobs.update(job_id, status="failed", only_if_open=True, error=reason[:1000])
         raise
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import anyio
-from litestar import post
+from litestar import Request, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
@@ -22,8 +22,10 @@ async def model_select(
     data: JSONBody[ModelSelectRequest],
     user: NamedDependency[User],
     selection: NamedDependency[SelectionService],
+    request: Request,
     type: str | None = Parameter(default=None, description="'openrouter': accept and return provider/model ids"),
 ) -> ModelSelectResponse:
-    if selection.may_block(data):  # a store call or a huge prompt: keep the event loop free for everyone else
+    # A store call, a huge prompt or body: keep the event loop free for everyone else (the body is already read).
+    if selection.may_block(data, len(await request.body())):
         return await anyio.to_thread.run_sync(selection.select, data, user, type)
     return selection.select(data, user, type)  # the default path (~0.3 ms) is cheaper than a thread hop

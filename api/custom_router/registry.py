@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 
 from api.custom_router.model import load_custom_router
+from api.public_errors import public_reason
+from api.routing.features import FeatureVersionMismatch
 from api.errors import ApiError, BadRequest, ServiceUnavailable
 from storage.records import OPEN_JOB_STATUSES, CustomRouterRecord, Preference, RouterState, is_key_subject
 
@@ -103,9 +105,13 @@ class CustomRouterRegistry:
 
         try:
             return load_custom_router(Path(live.artefact_path), self.featurizer, training_prompts), None
+        except FeatureVersionMismatch as exc:  # its message names the artefact's folder: for the log only
+            log.error("could not load custom router %s: %s", live.artefact_path, exc)
+            return None, ("it was trained by another version of switchboard, whose format this one cannot read; "
+                          "upload the data again with POST /v2/pzn/trainCustomRouter")
         except Exception as exc:  # a broken artefact must not take the API down; modelSelect says why
-            log.exception("could not load custom router %s", live.artefact_path)
-            return None, f"{type(exc).__name__}: {exc}"
+            return None, public_reason(exc, f"loading router {live.router_id}") + \
+                "; upload the data again with POST /v2/pzn/trainCustomRouter"
 
     def entry(self, preference_id: str) -> Entry | None:
         return self._entries.get(preference_id)

@@ -9,8 +9,11 @@ the first data row under the header):
   (MISSING_MODEL_COLUMN); a `.../score` or `.../response` column of a model not in llm_providers is refused
   (UNEXPECTED_MODEL_COLUMN), because its scores would be silently ignored. Other extra columns (ids, a `domain`
   or `category` label, ...) are allowed and ignored: modelSelect never sees them, so the router cannot use them;
-- scores must be present (MISSING_SCORE) and finite numbers (INVALID_SCORE); responses may be empty (they are kept
-  for notebooks, the router does not read them);
+- scores must be present (MISSING_SCORE) and finite numbers (INVALID_SCORE) within +-1e9 (SCORE_OUT_OF_RANGE):
+  training rescales them with the table's min and max, and a span beyond float64's range (1e308 next to -1e308)
+  would turn every quality into NaN. Accuracies, ratings, percentages, Elo, latencies in ms and costs all fit
+  with room to spare, and 1e9 keeps float64's precision at 1e-7 across the span. Responses may be empty (they are
+  kept for notebooks, the router does not read them);
 - lines with every field empty are skipped; then at least 25 rows (INSUFFICIENT_SAMPLES) and at most 10,000
   (TOO_MANY_ROWS). The byte limit (413) and the parse time limit (408) are enforced by the caller;
 - hostile shapes are bounded before polars parses anything: at most 1,000 columns (TOO_MANY_COLUMNS, checked on
@@ -39,6 +42,7 @@ MAX_COLUMNS = 1_000
 MAX_CELL_CHARS = 500_000
 MAX_COLUMN_NAME_CHARS = 1_000
 MODEL_SUFFIXES = ("/score", "/response")
+MAX_ABS_SCORE = 1e9
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,13 @@ def validate(raw: bytes, prompt_column: str, model_keys: list[str]) -> ValidData
             rows = _rows_where(bad, frame["_row"])
             raise fail("INVALID_SCORE", f"column {m.score!r} holds {text.filter(bad)[0]!r} on row {rows[0]}, "
                        "not a finite number", column=m.score, rows=rows)
+        outside = values.abs() > MAX_ABS_SCORE
+        if outside.any():
+            rows = _rows_where(outside, frame["_row"])
+            raise fail("SCORE_OUT_OF_RANGE", f"column {m.score!r} holds {text.filter(outside)[0]!r} on row {rows[0]}, "
+                       f"outside the accepted range -1e9 to 1e9; rescale the scores (any linear scale works: "
+                       "training rescales them to 0..1)", column=m.score, rows=rows, minimum=-MAX_ABS_SCORE,
+                       maximum=MAX_ABS_SCORE)
         frame = frame.with_columns(values.alias(m.score), pl.col(m.response).fill_null(""))
     if frame.height < MIN_ROWS:
         raise fail("INSUFFICIENT_SAMPLES", f"dataset_file has {frame.height} usable rows; at least {MIN_ROWS} are "

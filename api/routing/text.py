@@ -16,17 +16,19 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "DEFAULT_ENCODING",
+    "MessageShapeError",
     "bundled_tiktoken_dir",
     "count_tokens",
     "full_text",
     "message_texts",
     "routing_text",
+    "text_size",
 ]
 
 DEFAULT_ENCODING = "cl100k_base"
@@ -41,50 +43,99 @@ _lock = threading.Lock()
 _encodings: dict[str, Any] = {}
 
 
-def _part_text(part: Any) -> str:
-    """Text of one content part; '' for image/audio/file parts or anything unrecognised."""
+TEXT_PART_TYPES = ("text", "input_text", "output_text")
+
+
+class MessageShapeError(ValueError):
+    """`messages` holds a shape the interface does not define; the message names where (`messages[0].content`)."""
+
+
+def _part_text(part: Any, where: str) -> str:
+    """Text of one content part: a string, or a typed part object; '' for image/audio/file parts."""
     if isinstance(part, str):
         return part
     if isinstance(part, Mapping):
         kind = part.get("type", "text")
-        if kind in ("text", "input_text", "output_text"):
+        if kind in TEXT_PART_TYPES:
             text = part.get("text")
-            return text if isinstance(text, str) else ""
-    return ""
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
+            if not isinstance(text, str):
+                raise MessageShapeError(f"{where}.text must be a string (a part of type {kind!r} carries its text "
+                                        "there)")
+            return text
         return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):  # a single part given without a list around it
-        return _part_text(content)
-    if isinstance(content, Iterable):
-        return "\n".join(t for t in (_part_text(p) for p in content) if t)
-    return ""
+    raise MessageShapeError(f"{where} must be a string or a content part object such as "
+                            '{"type": "text", "text": "..."}')
+
+
+def _message_parts(messages: Any) -> Iterator[tuple[int, str, str]]:
+    """(message index, role, text) for every content part of every message, in order, checking the shapes the
+    interface defines (docs/api.md): `messages` is a string or an array of message objects; a message's `role`
+    is a string and its `content` a string, an array of parts (strings or typed part objects) or null (the chat
+    format's assistant turn that only calls tools). Parts without text (images, audio, files) yield ''.
+    Everything that reads text out of messages goes through here: the router's text and the size that decides
+    whether a request is worked off the event loop are measured on the same thing."""
+    if messages is None:
+        return
+    if isinstance(messages, str):
+        yield 0, "user", messages
+        return
+    if not isinstance(messages, list):
+        raise MessageShapeError("messages must be a string or an array of message objects")
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if not isinstance(message, Mapping):
+            raise MessageShapeError(f"{where} must be an object with role and content")
+        role = message.get("role")
+        if role is not None and not isinstance(role, str):
+            raise MessageShapeError(f"{where}.role must be a string")
+        role = role or "user"
+        content = message.get("content")
+        if content is None:
+            yield index, role, ""
+        elif isinstance(content, str):
+            yield index, role, content
+        elif isinstance(content, list):
+            if not content:
+                yield index, role, ""
+            for number, part in enumerate(content):
+                yield index, role, _part_text(part, f"{where}.content[{number}]")
+        else:
+            raise MessageShapeError(f"{where}.content must be a string or an array of content parts, not "
+                                    f"{_json_type(content)}; wrap a single part in an array: "
+                                    '[{"type": "text", "text": "..."}]')
+
+
+def _json_type(value: Any) -> str:
+    return "an object" if isinstance(value, Mapping) else f"a {type(value).__name__}"
 
 
 def message_texts(messages: Any) -> list[tuple[str, str]]:
-    """(role, text) for every message that has text. A bare string counts as one user message."""
-    if messages is None:
-        return []
-    if isinstance(messages, str):
-        return [("user", messages)] if messages else []
-    if isinstance(messages, Mapping):
-        messages = [messages]
+    """(role, text) for every message that has text, its text parts joined by newlines. A bare string counts as
+    one user message. Raises MessageShapeError for a shape the interface does not define."""
     out: list[tuple[str, str]] = []
-    for message in messages:
-        if isinstance(message, str):
-            role, text = "user", message
-        elif isinstance(message, Mapping):
-            role = str(message.get("role") or "user")
-            text = _content_text(message.get("content"))
-        else:
-            continue
+    current, role, texts = -1, "user", list[str]()
+    for index, part_role, text in _message_parts(messages):
+        if index != current:
+            if texts:
+                out.append((role, "\n".join(texts)))
+            current, role, texts = index, part_role, []
         if text:
-            out.append((role, text))
+            texts.append(text)
+    if texts:
+        out.append((role, "\n".join(texts)))
     return out
+
+
+def text_size(messages: Any, stop_above: int) -> int:
+    """An upper bound on the length of the text message_texts() reads, counting one character more for every
+    message and part (a separator, and the work of visiting it, which an array of many tiny parts costs without
+    any text); it stops counting once the total exceeds `stop_above`, so deciding costs at most that much."""
+    total = 0
+    for _, _, text in _message_parts(messages):
+        total += len(text) + 1
+        if total > stop_above:
+            break
+    return total
 
 
 def full_text(messages: Any) -> str:

@@ -24,6 +24,39 @@ class LLMProvider(msgspec.Struct):
     latency: LatencySeconds | None = None
 
 
+ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+
+
+class FunctionDefinition(msgspec.Struct):
+    name: ToolName
+    description: str | None = None
+    parameters: dict[str, Any] | None = None  # a JSON Schema object
+    strict: bool | None = None
+
+
+class FunctionTool(msgspec.Struct, tag_field="type", tag="function"):
+    """`{"type": "function", "function": {"name": ..., "description": ..., "parameters": {...}}}`"""
+
+    function: FunctionDefinition
+
+
+class CustomToolDefinition(msgspec.Struct):
+    name: ToolName
+    description: str | None = None
+    format: dict[str, Any] | None = None
+
+
+class CustomTool(msgspec.Struct, tag_field="type", tag="custom"):
+    """`{"type": "custom", "custom": {"name": ..., "description": ..., "format": {...}}}`"""
+
+    custom: CustomToolDefinition
+
+
+# The chat API's tool format, which the interface names for `tools`. The request keeps `tools` as plain objects
+# (they are stored and counted as sent); api/selection/service.py checks them against this with a 400.
+ToolDefinition = Union[FunctionTool, CustomTool]
+
+
 class Message(msgspec.Struct):
     role: Annotated[str, msgspec.Meta(max_length=64)] = "user"
     content: str | list[Any] | None = None

@@ -7,7 +7,7 @@ import hashlib
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 import msgspec
 import numpy as np
@@ -18,8 +18,8 @@ from api.routing import policy
 from api.routing.dial import TrafficDial
 from api.routing.features import Featurizer, QueryFeatures
 from api.routing.router import Candidate
-from api.routing.text import count_tokens, full_text, message_texts, routing_text
-from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse
+from api.routing.text import MessageShapeError, count_tokens, full_text, message_texts, routing_text, text_size
+from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse, ToolDefinition
 from api.selection.candidates import Resolver, aggregator_format
 from api.selection.custom_mix import mixed_quality
 from api.selection.eligibility import eligible
@@ -32,6 +32,10 @@ KNOWN_METRICS = ("accuracy",)
 # Above this many characters of messages, a request is read and featurised in a worker thread (a 2 MB body takes
 # milliseconds, which every other request on the event loop would wait for).
 LARGE_REQUEST_CHARS = 20_000
+# ... and above this many bytes of body, whatever it holds: parts without text (an image's data URL), tool
+# definitions, are still encoded, hashed and kept with the session.
+LARGE_BODY_BYTES = 65_536
+T = TypeVar("T")
 
 
 def tie_breaker(text: str, candidates: int) -> np.ndarray:
@@ -43,18 +47,31 @@ def tie_breaker(text: str, candidates: int) -> np.ndarray:
 
 
 def request_chars(req: ModelSelectRequest) -> int:
-    """A cheap upper bound on the text a request carries (content strings and parts, tool definitions aside)."""
-    if isinstance(req.messages, str):
-        return len(req.messages)
-    total = 0
-    for message in req.messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            total += len(content)
-        elif isinstance(content, list):
-            total += sum(len(p.get("text", "")) if isinstance(p, dict) and isinstance(p.get("text"), str) else 0
-                         for p in content)
-    return total
+    """The size of the text the router reads from the request (api.routing.text.text_size), counted only as far as
+    LARGE_REQUEST_CHARS: whatever shape the messages take, a large one is measured as large."""
+    return _checked(text_size, req.messages, LARGE_REQUEST_CHARS)
+
+
+def _checked(read: Callable[..., T], messages: Any, *args: Any) -> T:
+    """`read(messages, ...)`, with a shape the interface does not define answered as a 400 naming where it is."""
+    try:
+        return read(messages, *args)
+    except MessageShapeError as exc:
+        raise BadRequest(str(exc), code="INVALID_MESSAGES") from None
+
+
+def check_tools(tools: list[dict[str, Any]] | None) -> None:
+    """400 INVALID_TOOLS unless every tool is in the chat API's tool format (api/schemas/model_select.py)."""
+    if not tools:
+        return
+    try:
+        msgspec.convert(tools, list[ToolDefinition], strict=True)
+    except msgspec.ValidationError as exc:
+        problem, _, where = str(exc).partition(" - at `$")
+        raise BadRequest(f"tools{where.rstrip('`')}: {problem}; a tool is "
+                         '{"type": "function", "function": {"name": "get_weather", "description": "...", '
+                         '"parameters": {JSON Schema}}} (names: 1-64 letters, digits, _ or -)',
+                         code="INVALID_TOOLS") from None
 
 
 class ScoringRouter(Protocol):
@@ -126,27 +143,29 @@ class SelectionService:
                            code="PREFERENCE_NOT_FOUND", details={"preference_id": preference_id})
         return pref
 
-    def may_block(self, req: ModelSelectRequest) -> bool:
+    def may_block(self, req: ModelSelectRequest, body_bytes: int = 0) -> bool:
         """Whether select() may wait or work for more than a fraction of a millisecond, so the caller should run it
         off the event loop: a preference not cached yet (an RPC to the store owner, which may be slow or
-        restarting), or a prompt large enough that reading and featurising it takes milliseconds. Custom routers
+        restarting), a prompt large enough that reading and featurising it takes milliseconds (measured on the text
+        the router reads, whatever shape carries it), or a large body (`body_bytes`, as received). Custom routers
         cost tens of microseconds in any language (api/custom_router/encoders.py). Ownership of the preference is
         checked by select() itself."""
         if req.preference_id is not None and not self.preferences.cached(req.preference_id):
             return True
-        return request_chars(req) > LARGE_REQUEST_CHARS
+        return body_bytes > LARGE_BODY_BYTES or request_chars(req) > LARGE_REQUEST_CHARS
 
     def select(self, req: ModelSelectRequest, user: User, type_param: str | None) -> ModelSelectResponse:
         started = time.perf_counter_ns()
         if req.metric not in KNOWN_METRICS:
             raise BadRequest(f"unknown metric {req.metric!r}; supported: {', '.join(KNOWN_METRICS)}",
                              code="UNSUPPORTED_METRIC")
+        check_tools(req.tools)
         aggregator = aggregator_format(type_param)
         pref = self.preference(user, req.preference_id)
         opts = effective_options(req, pref)
         resolved = self.resolve(req.llm_providers, aggregator)
 
-        texts = message_texts(req.messages)
+        texts = _checked(message_texts, req.messages)
         if not texts:
             raise BadRequest("messages carry no text to route on", code="EMPTY_MESSAGES")
         text = full_text(req.messages)
@@ -214,5 +233,5 @@ class SelectionService:
         return features.vector[: self.featurizer.embedding.dim]
 
     def embed_text(self, messages: Any) -> np.ndarray:
-        texts = message_texts(messages)
+        texts = _checked(message_texts, messages)
         return self.embedding(self.featurizer.featurize(routing_text(messages), n_messages=max(len(texts), 1)))

@@ -34,6 +34,9 @@ from flows.prompt_opt.usage import Ledger  # noqa: E402
 class ProviderError(RuntimeError):
     """A provider error whose message carried a key; raised in its place with the key redacted."""
 
+    provider_error_type: str | None = None
+    status_code: int | None = None
+
 
 class ProviderNotConfigured(RuntimeError):
     """No base URL and no key for a provider: a configuration error, never retried."""
@@ -41,6 +44,7 @@ class ProviderNotConfigured(RuntimeError):
     def __init__(self, unreachable: list[Unreachable]) -> None:
         super().__init__("; ".join(u.message() for u in unreachable))
         self.unreachable = unreachable
+        self.public_message = str(self)  # names settings, never their values (api/public_errors.py)
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
@@ -88,7 +92,10 @@ class BilledLM(dspy.LM):
             message = str(exc)
             clean = redact(message, self.sb_secrets)
             if clean != message:
-                raise ProviderError(f"{type(exc).__name__}: {clean}") from None
+                error = ProviderError(f"{type(exc).__name__}: {clean}")
+                error.provider_error_type = type(exc).__name__  # what api/public_errors.py reports to the caller
+                error.status_code = getattr(exc, "status_code", None)
+                raise error from None
             raise
 
     def reply(self, messages: list[dict[str, str]]) -> str:

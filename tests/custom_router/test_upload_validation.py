@@ -63,6 +63,10 @@ def test_other_prompt_column_name_and_custom_models(client, auth, upload, launch
     (HEADER + rows(30) + b'"q",high,a,0,b\n', "prompt", "INVALID_SCORE", "row 31"),
     (HEADER + rows(30) + b'"q",inf,a,0,b\n', "prompt", "INVALID_SCORE", "'openai/gpt-4o/score'"),
     (HEADER + rows(12) + b'"q",,a,0,b\n' + rows(20), "prompt", "MISSING_SCORE", "row 13"),
+    (HEADER + b"".join(f'"q{i}",{"1e308" if i % 2 else "-1e308"},a,0,b\n'.encode() for i in range(30)), "prompt",
+     "SCORE_OUT_OF_RANGE", "'openai/gpt-4o/score' holds '-1e308' on row 1"),
+    (HEADER + rows(7) + b'"q",0.5,a,-2e9,b\n' + rows(20), "prompt", "SCORE_OUT_OF_RANGE",
+     "'openai/gpt-4o-mini/score' holds '-2e9' on row 8, outside the accepted range -1e9 to 1e9"),
     (HEADER + rows(5) + b'"  ",1,a,0,b\n' + rows(25), "prompt", "EMPTY_PROMPT", "row 6"),
     (HEADER + rows(24) + b",,,,\n", "prompt", "INSUFFICIENT_SAMPLES", "24 usable rows"),
     (HEADER + rows(10_001), "prompt", "TOO_MANY_ROWS", "10,001 rows"),
@@ -75,6 +79,13 @@ def test_invalid_datasets_are_refused_with_the_column_and_row(client, auth, uplo
     assert body["type"] == "validation_error"
     assert launcher.triggered == []
     assert client.app.state.services.store.preferences.for_user("alice") == []  # nothing created
+
+
+def test_scores_at_the_edges_of_the_range_are_accepted(auth, upload, launcher):
+    edges = HEADER + b"".join(f'"q{i}",{"1e9" if i % 2 else "-1e9"},a,{i * 0.01},b\n'.encode() for i in range(30))
+    r = upload(auth(), csv=edges)
+    assert r.status_code == 200, r.text
+    assert len(launcher.triggered) == 1
 
 
 def test_utf8_bom_and_blank_lines_are_fine(auth, upload):

@@ -146,5 +146,36 @@ def test_a_broken_dataset_fails_the_job_with_the_reason(data_dir):
     assert state.is_failed()
     store = LocalStore(get_settings().db_path)
     job = store.jobs.get(params["job_id"])
-    assert job.status == "failed" and "d.parquet" in job.error
+    assert job.status == "failed" and job.error.startswith("FileNotFoundError: ")
+    assert "submit the job again" in job.error
+    assert "d.parquet" not in job.error and str(data_dir) not in job.error  # the path is for the run's log
     store.close()
+
+
+def test_a_training_failure_reaches_model_select_without_server_paths_or_native_traces(data_dir):
+    """Scores far beyond float64's comfortable range (as an upload validated before SCORE_OUT_OF_RANGE existed
+    could hold) make training fail inside numpy and XGBoost; the job's error and modelSelect's 400 say what kind
+    of failure it was, never the library's message, which carries its stack trace and the server's file paths."""
+    import polars as pl
+
+    from api.app import create_app
+    from flows.train_custom_router import train_custom_router
+
+    params, key = prepare()
+    frame = pl.read_parquet(params["dataset_path"])
+    extreme = pl.Series([1e308 if i % 2 else -1e308 for i in range(frame.height)])
+    frame.with_columns(*(extreme.alias(c) for c in frame.columns if c.endswith("/score"))).write_parquet(
+        params["dataset_path"])
+    assert train_custom_router(**params, return_state=True).is_failed()
+    store = LocalStore(get_settings().db_path)
+    error = store.jobs.get(params["job_id"]).error
+    store.close()
+    with TestClient(create_app(publish_owner=False)) as client:
+        r = client.post(SELECT, headers={"Authorization": f"Bearer {key}"},
+                        json={"messages": "hi", "llm_providers": [{"provider": "openai", "model": "gpt-4o"}],
+                              "preference_id": params["preference_id"]})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "ROUTER_TRAINING_FAILED", r.text
+    for shown in (error, r.text):
+        assert "internal error" in shown and "server's log" in shown, shown
+        for leak in (str(data_dir), "site-packages", ".py", ".cc", ".h:", "Stack trace", "Traceback", "\\n"):
+            assert leak not in shown, (leak, shown)
