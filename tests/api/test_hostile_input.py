@@ -169,6 +169,21 @@ def test_a_multipart_form_with_too_many_parts_is_413(client, headers):
     assert "parts" in error["message"]
 
 
+@pytest.mark.parametrize("part_headers, value, problem", [
+    (b"", b"eng\xfflish", "is not valid UTF-8 text"),  # was a UnicodeDecodeError from Litestar's form parser: 500
+    (b"Content-Type: text/plain; charset=bogus\r\n", b"english", "charset 'bogus'"),  # LookupError: 500
+    (b"Content-Type: text/plain; charset=utf-16\r\n", b"abc", "is not valid utf-16 text"),  # odd byte count: 500
+])
+def test_a_form_field_in_a_bad_charset_is_a_400_naming_the_field(client, headers, part_headers, value, problem):
+    form = (b'--BB\r\nContent-Disposition: form-data; name="language"\r\n' + part_headers + b"\r\n" + value +
+            b'\r\n--BB\r\nContent-Disposition: form-data; name="dataset_file"; filename="e.csv"\r\n'
+            b"Content-Type: text/csv\r\n\r\n" + csv_bytes() + b"\r\n--BB--\r\n")
+    response = client.post(TRAIN, content=form, headers={**headers, "content-type": "multipart/form-data; boundary=BB"})
+    error = assert_envelope(response, 400, "INVALID_ENCODING", "invalid_request_error")
+    assert problem in error["message"] and "'language'" in error["message"] and "UTF-8" in error["message"]
+    assert error["details"]["field"] == "language"
+
+
 # --- prompt optimization requests -------------------------------------------------------------------------------
 
 
