@@ -13,6 +13,7 @@ from collections.abc import Callable
 import polars as pl
 import pytest
 
+from api.error_responses import _form_field_in_error
 from flows.prompt_opt import metrics
 from tests.support.envelopes import assert_envelope, assert_validation_body
 from tests.support.fakes.launcher import FakeLauncher
@@ -182,6 +183,13 @@ def test_a_form_field_in_a_bad_charset_is_a_400_naming_the_field(client, headers
     error = assert_envelope(response, 400, "INVALID_ENCODING", "invalid_request_error")
     assert problem in error["message"] and "'language'" in error["message"] and "UTF-8" in error["message"]
     assert error["details"]["field"] == "language"
+
+
+def test_a_decoding_error_outside_the_form_parser_stays_a_server_error():
+    try:
+        b"\xff".decode("utf-8")  # our own code's mistake, not the caller's form
+    except UnicodeDecodeError as exc:
+        assert _form_field_in_error(exc) is None  # on_text_decoding_error hands it to the 500 handler
 
 
 # --- prompt optimization requests -------------------------------------------------------------------------------
