@@ -12,6 +12,7 @@ import httpx
 
 from api.cli.processes import free_port
 from api.cli.supervisor import api_argv
+from api.settings import Settings, get_settings, reset_settings
 from storage import owner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,6 +30,19 @@ def child_env(data_dir: Path, port: int | None = None, extra: dict[str, str] | N
     return env
 
 
+def settings_under(env: dict[str, str]) -> Settings:
+    """The settings a process started with `env` on top of this one's reads (granian's options are built here)."""
+    saved = dict(os.environ)
+    os.environ.update(env)
+    reset_settings()
+    try:
+        return get_settings()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        reset_settings()
+
+
 class ApiServer:
     """`granian ... api.app:create_app` in its own session, so teardown can always stop exactly it, with the options
     `switchboard serve` gives it (api_argv); extra_env (e.g. shorter timeouts) for the server process only."""
@@ -41,7 +55,7 @@ class ApiServer:
         data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
-                [PYTHON, *api_argv("127.0.0.1", self.port, 1)[1:]],
+                [PYTHON, *api_argv("127.0.0.1", self.port, 1, settings_under(extra_env or {}))[1:]],
                 env=child_env(data_dir, self.port, extra_env), cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
         self._wait_healthy()
