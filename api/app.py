@@ -12,6 +12,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components
 
 from api.auth import SECURITY_SCHEMES, current_user
+from api.body_guard import BodyReadGuard
 from api.controllers.feedback import report_feedback
 from api.controllers.health import ready
 from api.controllers.internal import OWNER_ROUTES
@@ -92,6 +93,9 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
             path="/schema", components=Components(security_schemes=SECURITY_SCHEMES)),
         debug=False,
     )
-    # Wrap the whole handler chain, not one route: 404s and 405s also need their request id.
-    app.asgi_handler = RequestIdMiddleware(app.asgi_handler)
+    # Wrap the whole handler chain, not one route: 404s and 405s also need their request id, and every body read
+    # is bounded in time (api/body_guard.py).
+    guarded = BodyReadGuard(app.asgi_handler, idle_timeout_s=settings.http_body_idle_timeout_s,
+                            total_timeout_s=settings.http_body_timeout_s)
+    app.asgi_handler = RequestIdMiddleware(guarded)
     return app

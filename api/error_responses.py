@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 from litestar import MediaType, Request, Response
+from litestar._multipart import parse_multipart_form
 from litestar.exceptions import (
     HTTPException,
     SerializationException,
@@ -151,6 +152,36 @@ def on_http_exception(request: Request, exc: HTTPException) -> Response:
     return envelope(request, exc.status_code, code, type_, message, headers=exc.headers)
 
 
+def _form_field_in_error(exc: Exception) -> Any:
+    """The multipart part whose text Litestar's form parser was decoding when `exc` was raised, else None.
+
+    Litestar's `parse_multipart_form` decodes every non-file form field with the charset its part declares
+    (`data.decode(segment.charset or "utf-8")`) and lets the error escape: `\\xff` in a UTF-8 field, `charset=bogus`
+    (LookupError) or `charset=utf-16` with an odd byte count would be a 500. Only that decode raises these errors
+    inside the parser, and its frame still holds the part being decoded."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is parse_multipart_form.__code__:
+            return tb.tb_frame.f_locals.get("segment")
+        tb = tb.tb_next
+    return None
+
+
+def on_text_decoding_error(request: Request, exc: Exception) -> Response:
+    """UnicodeError and LookupError: a form field the caller encoded badly is a 400, anything else a 500."""
+    segment = _form_field_in_error(exc)
+    if segment is None:
+        return on_unexpected(request, exc)
+    name, charset = getattr(segment, "name", None), getattr(segment, "charset", None)
+    field = f"form field {name!r}" if name else "a form field"
+    if isinstance(exc, UnicodeDecodeError):
+        problem = f"is not valid {charset or 'UTF-8'} text ({exc.reason} at byte {exc.start})"
+    else:
+        problem = f"declares charset {charset!r}, which is not a known text encoding"
+    return envelope(request, 400, "INVALID_ENCODING", "invalid_request_error",
+                    f"{field} {problem}; send form fields as UTF-8", details={"field": name, "charset": charset})
+
+
 def on_unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s (request %s)", request.method, request.url.path,
                   request_id_of(request.scope))
@@ -162,5 +193,7 @@ EXCEPTION_HANDLERS = {
     ValidationException: on_validation_error,
     ApiError: on_api_error,
     HTTPException: on_http_exception,
+    UnicodeError: on_text_decoding_error,
+    LookupError: on_text_decoding_error,
     Exception: on_unexpected,
 }

@@ -90,6 +90,14 @@ class Settings:
     # (docs/routing.md); None = the shipped ones (datasets/default_router/, datasets/model_benchmarks.csv).
     default_router_dir: Path | None = None
     model_figures_path: Path | None = None
+    # Connections (docs/deployment.md, "Connections and timeouts"). A connection must send a request's headers
+    # within http_header_timeout_s of opening or of its previous response (so an idle one is closed after that);
+    # a body may pause at most http_body_idle_timeout_s and must be complete within http_body_timeout_s (408).
+    # http_max_connections: open connections per API worker; 0 = as many as the open-file limit allows.
+    http_header_timeout_s: float = 10.0
+    http_body_idle_timeout_s: float = 10.0
+    http_body_timeout_s: float = 60.0
+    http_max_connections: int = 0
 
     @property
     def layout(self) -> DataDir:
@@ -217,6 +225,10 @@ def get_settings() -> Settings:
         custom_router_e5_seconds=max(0.0, _float("SWITCHBOARD_CUSTOM_ROUTER_E5_SECONDS", 20.0)),
         default_router_dir=_path("SWITCHBOARD_DEFAULT_ROUTER_DIR"),
         model_figures_path=_path("SWITCHBOARD_MODEL_FIGURES"),
+        http_header_timeout_s=min(60.0, max(0.001, _float("SWITCHBOARD_HTTP_HEADER_TIMEOUT_S", 10.0))),
+        http_body_idle_timeout_s=max(0.001, _float("SWITCHBOARD_HTTP_BODY_IDLE_TIMEOUT_S", 10.0)),
+        http_body_timeout_s=max(0.001, _float("SWITCHBOARD_HTTP_BODY_TIMEOUT_S", 60.0)),
+        http_max_connections=max(0, _int("SWITCHBOARD_HTTP_MAX_CONNECTIONS", 0)),
     )
 
 

@@ -35,7 +35,7 @@ def cmd_store(args: argparse.Namespace) -> int:
     os.environ["SWITCHBOARD_STORE_HOST"], os.environ["SWITCHBOARD_STORE_PORT"] = host, str(port)
     if args.advertise_url:
         os.environ["SWITCHBOARD_STORE_URL"] = args.advertise_url
-    argv = store_owner_argv(host, port)
+    argv = store_owner_argv(host, port, settings)
     os.execv(argv[0], argv)
     return 0  # not reached
 
@@ -50,7 +50,7 @@ def cmd_api(args: argparse.Namespace) -> int:
         return 1
     host, port = args.host or settings.host, args.port or settings.port
     os.environ["SWITCHBOARD_HOST"], os.environ["SWITCHBOARD_PORT"] = host, str(port)
-    argv = api_argv(host, port, args.workers)
+    argv = api_argv(host, port, args.workers, settings)
     os.execv(argv[0], argv)
     return 0  # not reached
 

@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 
 from api.cli import orphans
+from api.cli.http_options import connection_args
 from api.cli.processes import Supervisor, free_port, say
 from api.cli.restarts import ChildRestarts, settle_orphans
 from api.parent_watch import SUPERVISOR_PID_ENV
 from api.restart_rule import apply_restart_rule
-from api.settings import Settings
+from api.settings import Settings, get_settings
 from flows.prefect_api import HOUSEKEEPING
 from storage import owner
 from storage.store import LocalStore
@@ -69,16 +70,17 @@ def start_prefect(sup: Supervisor, logs: Path) -> None:
     say(f"Prefect UI: http://127.0.0.1:{port} (login: the contents of {settings.run_dir / 'prefect-login'})")
 
 
-def store_owner_argv(host: str, port: int) -> list[str]:
+def store_owner_argv(host: str, port: int, settings: Settings | None = None) -> list[str]:
     return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", host, "--port",
-            str(port), "--workers", "1", "--log-level", "warning", "api.owner_app:create_owner_app"]
+            str(port), "--workers", "1", "--log-level", "warning", *connection_args(settings or get_settings()),
+            "api.owner_app:create_owner_app"]
 
 
 def start_store(sup: Supervisor, logs: Path) -> None:
     """The store owner, on a free loopback port (embedded: nobody outside this machine needs to reach it)."""
     port = free_port()
     sup.env["SWITCHBOARD_STORE_HOST"], sup.env["SWITCHBOARD_STORE_PORT"] = "127.0.0.1", str(port)
-    child = sup.spawn("store owner", store_owner_argv("127.0.0.1", port), logs / "store-owner.log")
+    child = sup.spawn("store owner", store_owner_argv("127.0.0.1", port, sup.settings), logs / "store-owner.log")
     sup.wait_healthy(child, f"http://127.0.0.1:{port}/internal/health", timeout=60)
     deadline = time.monotonic() + 10
     while owner.live_owner(sup.settings.run_dir) is None:  # published right after it starts serving
@@ -89,14 +91,16 @@ def start_store(sup: Supervisor, logs: Path) -> None:
     say(f"store owner serving {sup.settings.db_path}; log: {logs / 'store-owner.log'}")
 
 
-def api_argv(host: str, port: int, workers: int) -> list[str]:
+def api_argv(host: str, port: int, workers: int, settings: Settings | None = None) -> list[str]:
+    """granian serving the API; connection_args bound idle connections and size the cap (api/cli/http_options.py)."""
     return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", host, "--port", str(port),
-            "--workers", str(workers), "--log-level", "warning", "api.app:create_app"]
+            "--workers", str(workers), "--log-level", "warning", *connection_args(settings or get_settings()),
+            "api.app:create_app"]
 
 
 def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
     sup.env["SWITCHBOARD_HOST"], sup.env["SWITCHBOARD_PORT"] = host, str(port)
-    child = sup.spawn("API", api_argv(host, port, workers))
+    child = sup.spawn("API", api_argv(host, port, workers, sup.settings))
     url = owner.reachable_url(host, port)
     sup.wait_healthy(child, f"{url}/internal/health", timeout=60)
     say(f"API: {url}  (OpenAPI: /schema, /schema/openapi.json)")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import polars as pl
 import pytest
 
+from api.error_responses import _form_field_in_error
 from flows.prompt_opt import metrics
 from tests.support.envelopes import assert_envelope, assert_validation_body
 from tests.support.fakes.launcher import FakeLauncher
@@ -167,6 +168,28 @@ def test_a_multipart_form_with_too_many_parts_is_413(client, headers):
                            headers=headers)
     error = assert_envelope(response, 413, "PAYLOAD_TOO_LARGE", "invalid_request_error")  # Litestar says 400
     assert "parts" in error["message"]
+
+
+@pytest.mark.parametrize("part_headers, value, problem", [
+    (b"", b"eng\xfflish", "is not valid UTF-8 text"),  # was a UnicodeDecodeError from Litestar's form parser: 500
+    (b"Content-Type: text/plain; charset=bogus\r\n", b"english", "charset 'bogus'"),  # LookupError: 500
+    (b"Content-Type: text/plain; charset=utf-16\r\n", b"abc", "is not valid utf-16 text"),  # odd byte count: 500
+])
+def test_a_form_field_in_a_bad_charset_is_a_400_naming_the_field(client, headers, part_headers, value, problem):
+    form = (b'--BB\r\nContent-Disposition: form-data; name="language"\r\n' + part_headers + b"\r\n" + value +
+            b'\r\n--BB\r\nContent-Disposition: form-data; name="dataset_file"; filename="e.csv"\r\n'
+            b"Content-Type: text/csv\r\n\r\n" + csv_bytes() + b"\r\n--BB--\r\n")
+    response = client.post(TRAIN, content=form, headers={**headers, "content-type": "multipart/form-data; boundary=BB"})
+    error = assert_envelope(response, 400, "INVALID_ENCODING", "invalid_request_error")
+    assert problem in error["message"] and "'language'" in error["message"] and "UTF-8" in error["message"]
+    assert error["details"]["field"] == "language"
+
+
+def test_a_decoding_error_outside_the_form_parser_stays_a_server_error():
+    try:
+        b"\xff".decode("utf-8")  # our own code's mistake, not the caller's form
+    except UnicodeDecodeError as exc:
+        assert _form_field_in_error(exc) is None  # on_text_decoding_error hands it to the 500 handler
 
 
 # --- prompt optimization requests -------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ leaves nothing running that would stop the next start."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
+import socket
 import stat
 import subprocess
 import time
@@ -48,6 +50,25 @@ def test_the_data_dir_is_private(service: Service) -> None:
         time.sleep(0.2)
     parts = list((service.data_dir / "events").rglob("part-*.parquet"))
     assert parts and all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in parts)
+
+
+def test_idle_connections_do_not_lock_ready_requests_out(service: Service) -> None:
+    """1,100 sockets that send nothing used up granian's default connection cap (1,024 per worker): no key was
+    needed to make GET /v2/models time out for everyone. `serve` gives granian a cap sized to its open files and a
+    header timeout (api/cli/http_options.py); tests/api/test_hostile_connections.py checks the timeouts."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2_000:
+        if hard != resource.RLIM_INFINITY and hard < 2_000:
+            pytest.skip(f"the hard limit on open files ({hard}) is below the 2,000 this test needs")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (2_000, hard))
+    host, port = service.api_url.removeprefix("http://").rsplit(":", 1)
+    idle = [socket.create_connection((host, int(port)), timeout=30) for _ in range(1_100)]
+    try:
+        r = httpx.get(f"{service.api_url}/v2/models", headers=service.headers, timeout=30)
+        assert r.status_code == 200, r.text
+    finally:
+        for sock in idle:
+            sock.close()
 
 
 def processes_of(data_dir) -> list[str]:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from api.cli.processes import free_port
+from api.cli.supervisor import store_owner_argv
 from storage import owner
 from storage.errors import DatabaseLocked
 from storage.owner_changes import ChangeLog
@@ -31,8 +32,7 @@ class OwnerProcess:
         env = child_env(data_dir) | {"SWITCHBOARD_STORE_PORT": str(self.port)}
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
-                [PYTHON, "-m", "granian", "--interface", "asgi", "--factory", "--host", "127.0.0.1", "--port",
-                 str(self.port), "api.owner_app:create_owner_app"],
+                [PYTHON, *store_owner_argv("127.0.0.1", self.port)[1:]],  # the options `serve` gives it
                 env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_live(self, timeout: float = 60) -> owner.OwnerInfo:

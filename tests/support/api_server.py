@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 
 from api.cli.processes import free_port
+from api.cli.supervisor import api_argv
+from api.settings import Settings, get_settings, reset_settings
 from storage import owner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 
 
-def child_env(data_dir: Path, port: int | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+def child_env(data_dir: Path, port: int | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ, **(extra or {}))
     env.update(SWITCHBOARD_DATA_DIR=str(data_dir), LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(REPO))
     if port is not None:
         env["SWITCHBOARD_PORT"] = str(port)
@@ -28,10 +30,24 @@ def child_env(data_dir: Path, port: int | None = None) -> dict[str, str]:
     return env
 
 
-class ApiServer:
-    """`granian ... api.app:create_app` in its own session, so teardown can always stop exactly it."""
+def settings_under(env: dict[str, str]) -> Settings:
+    """The settings a process started with `env` on top of this one's reads (granian's options are built here)."""
+    saved = dict(os.environ)
+    os.environ.update(env)
+    reset_settings()
+    try:
+        return get_settings()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        reset_settings()
 
-    def __init__(self, data_dir: Path) -> None:
+
+class ApiServer:
+    """`granian ... api.app:create_app` in its own session, so teardown can always stop exactly it, with the options
+    `switchboard serve` gives it (api_argv); extra_env (e.g. shorter timeouts) for the server process only."""
+
+    def __init__(self, data_dir: Path, extra_env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -39,9 +55,8 @@ class ApiServer:
         data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
-                [PYTHON, "-m", "granian", "--interface", "asgi", "--factory", "--host", "127.0.0.1",
-                 "--port", str(self.port), "api.app:create_app"],
-                env=child_env(data_dir, self.port), cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                [PYTHON, *api_argv("127.0.0.1", self.port, 1, settings_under(extra_env or {}))[1:]],
+                env=child_env(data_dir, self.port, extra_env), cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
         self._wait_healthy()
 

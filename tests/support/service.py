@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from api.cli.processes import Child, free_port
+from api.cli.supervisor import api_argv
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -64,9 +65,8 @@ def running_api(extra_env: dict[str, str] | None = None) -> Iterator[LocalApi]:
     store = LocalStore(data_dir / "switchboard.duckdb")
     key = store.accounts.issue_key("bench").key
     store.close()
-    server = subprocess.Popen([sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host",
-                               "127.0.0.1", "--port", str(port), "--workers", "1", "--log-level", "warning",
-                               "api.app:create_app"], env={**env, **(extra_env or {})}, start_new_session=True)
+    server = subprocess.Popen(api_argv("127.0.0.1", port, 1), env={**env, **(extra_env or {})},
+                              start_new_session=True)  # the options `switchboard serve` gives granian
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(240):
