@@ -17,6 +17,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -168,16 +169,21 @@ class WordPiece:
         if not text.isascii():
             text = "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) != "Mn")
         cache = self._cache
-        out: list[int] = []
-        for word in self._SPLIT.findall(text):
-            ids = cache.get(word)
-            if ids is None:
-                ids = self._word_ids(word)
-                if len(cache) >= self.MAX_CACHE:
-                    cache.clear()  # crude but bounded; the common words come straight back
-                cache[word] = ids
-            out.extend(ids)
-        return out
+        words = self._SPLIT.findall(text)
+        # Look-ups and the flattening run in C (map, chain): a Python loop over ~300 words cost twice as much.
+        found = list(map(cache.get, words))
+        if None in found:
+            for i, ids in enumerate(found):
+                if ids is None:
+                    word = words[i]
+                    ids = cache.get(word)
+                    if ids is None:
+                        ids = self._word_ids(word)
+                        if len(cache) >= self.MAX_CACHE:
+                            cache.clear()  # crude but bounded; the common words come straight back
+                        cache[word] = ids
+                    found[i] = ids
+        return list(chain.from_iterable(found))
 
 
 class StaticEmbedding:
@@ -199,7 +205,8 @@ class StaticEmbedding:
         ids = self.tokenizer.encode(embedding_window(text))
         if not ids:
             return np.zeros(self.dim, dtype=np.float32)
-        v = self.matrix[ids].mean(axis=0)
+        # take() with an index array gathers the rows about twice as fast as indexing with a list; same sum order
+        v = self.matrix.take(np.fromiter(ids, np.intp, len(ids)), axis=0).mean(axis=0)
         norm = float(np.sqrt(v @ v))
         return v / norm if norm > 0 else v
 
