@@ -91,6 +91,12 @@ def numeric_gate(hand: np.ndarray) -> np.ndarray:
     return (1.0 - hand[..., MULTIPLE_CHOICE_OFFSET]) * np.minimum(1.0, numbers / NUMERIC_GATE_FULL_AT)
 
 
+def _multiple_choice(window: str) -> bool:
+    """At least two lines that open like a lettered option. On one line `^` can match only at the start, so
+    the scan (the dearest of the hand features on a long prompt) is needed only when the prompt has lines."""
+    return "\n" in window and len(_MULTIPLE_CHOICE.findall(window)) >= 2
+
+
 def hand_features(text: str, *, tools_present: bool = False, n_messages: int = 1) -> np.ndarray:
     """Cheap surface features, each scaled to roughly 0..1 so one L2 penalty suits them all."""
     n = len(text)
@@ -114,7 +120,7 @@ def hand_features(text: str, *, tools_present: bool = False, n_messages: int = 1
             math.log1p(arithmetic + latex) / 4.0,
             math.log1p(code) / 4.0,
             math.log1p(window.count("?")) / 3.0,
-            1.0 if len(_MULTIPLE_CHOICE.findall(window)) >= 2 else 0.0,
+            1.0 if _multiple_choice(window) else 0.0,
             upper / w,
             (w - len(ascii_bytes)) / w,
             1.0 if tools_present else 0.0,
