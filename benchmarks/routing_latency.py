@@ -10,7 +10,8 @@ latency, decisions per second, errors and the server's memory. Targets (issue 3)
 
 The floor: the same wrk drives `GET /ready` on the same server for half the duration before the modelSelect run and
 half after it, and the benchmark prints modelSelect's cost against it, as the floor's throughput over modelSelect's
-and modelSelect's p50 over the floor's. The machine's load moves absolute figures from run to run; the ratio
+and modelSelect's p50 over the floor's (the bare API has no Prefect server configured, so its /ready answers 503 from
+its 2 s cache: the same cheap path as a ready 200). The machine's load moves absolute figures from run to run; the ratio
 measured in one run on one server does not depend on it as much. Target (issue 20): both ratios <= 3.
 
 With --custom-router it starts the whole `switchboard serve` instead, uploads RouterDC's five training sets
