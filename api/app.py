@@ -80,7 +80,6 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
                         train_custom_router, PromptOptimizationController],
         lifespan=[lifespan],
         dependencies={"owner": Provide(provide_owner, sync_to_thread=False),
-                      "authenticator": component("authenticator"),
                       "readiness": component("readiness"),
                       "user": Provide(current_user)},
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]

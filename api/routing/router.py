@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -33,7 +34,7 @@ class Candidate:
     latency_s: float | None = None
     supports_function_calling: bool | None = None
 
-    @property
+    @cached_property  # read several times a decision; candidate lists are memoised (api/selection/candidates.py)
     def key(self) -> str:
         return f"{self.provider}/{self.model}"
 

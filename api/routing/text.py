@@ -26,8 +26,10 @@ __all__ = [
     "bundled_tiktoken_dir",
     "count_tokens",
     "full_text",
+    "joined",
     "message_texts",
     "routing_text",
+    "routing_text_of",
     "text_size",
 ]
 
@@ -140,7 +142,12 @@ def text_size(messages: Any, stop_above: int) -> int:
 
 def full_text(messages: Any) -> str:
     """All text of the conversation, one message per paragraph: what fills the context window."""
-    return "\n".join(text for _, text in message_texts(messages))
+    return joined(message_texts(messages))
+
+
+def joined(texts: list[tuple[str, str]]) -> str:
+    """full_text of messages whose message_texts are `texts`."""
+    return "\n".join(text for _, text in texts)
 
 
 def routing_text(messages: Any) -> str:
@@ -148,11 +155,15 @@ def routing_text(messages: Any) -> str:
 
     Falls back to the whole conversation when there is no user turn (e.g. only a system prompt).
     """
-    texts = message_texts(messages)
+    return routing_text_of(message_texts(messages))
+
+
+def routing_text_of(texts: list[tuple[str, str]]) -> str:
+    """routing_text of messages whose message_texts are `texts` (the hot path extracts them once)."""
     for role, text in reversed(texts):
         if role == "user":
             return text
-    return "\n".join(text for _, text in texts)
+    return joined(texts)
 
 
 def bundled_tiktoken_dir() -> Path | None:

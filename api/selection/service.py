@@ -18,7 +18,8 @@ from api.routing import policy
 from api.routing.dial import TrafficDial
 from api.routing.features import Featurizer, QueryFeatures
 from api.routing.router import Candidate
-from api.routing.text import MessageShapeError, count_tokens, full_text, message_texts, routing_text, text_size
+from api.routing.text import (MessageShapeError, count_tokens, joined, message_texts, routing_text, routing_text_of,
+                              text_size)
 from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse, ToolDefinition
 from api.selection.candidates import Resolver, aggregator_format
 from api.selection.custom_mix import mixed_quality
@@ -43,7 +44,8 @@ def tie_breaker(text: str, candidates: int) -> np.ndarray:
     script its vocabulary lacks, say) get identical gaps, and no lambda could then move only part of them: with
     these, the dial splits such a group by a stable hash, as a caller turning the knob expects."""
     digest = hashlib.blake2b(text[:4096].encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    return np.resize(np.frombuffer(digest, dtype=np.uint8), candidates).astype(float) * (1e-6 / 256)
+    repeated = np.frombuffer(digest * (candidates // len(digest) + 1), dtype=np.uint8)[:candidates]
+    return repeated * (1e-6 / 256)  # the digest's bytes repeated over the candidates, as floats
 
 
 def request_chars(req: ModelSelectRequest) -> int:
@@ -133,6 +135,19 @@ class SelectionService:
         self.preferences, self.sessions, self.memory = preferences, sessions, memory
         self.custom_routers = custom_routers or NoCustomRouters()
         self.dial = dial  # None: the default router's trained schedule for everyone
+        self._orders: dict[tuple[str, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
+
+    def _key_order(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, tuple[str, ...]]:
+        """(the candidates' positions in key order, their keys in that order): the dial's view of a candidate set,
+        memoised per set since callers send the same list again and again."""
+        keys = tuple(c.key for c in candidates)
+        found = self._orders.get(keys)
+        if found is None:
+            if len(self._orders) > 10_000:  # candidate sets are caller-defined: keep memory bounded
+                self._orders.clear()
+            order = np.argsort(keys, kind="stable")
+            found = self._orders[keys] = (order, tuple(keys[i] for i in order))
+        return found
 
     def preference(self, user: User, preference_id: str | None) -> Preference | None:
         if preference_id is None:
@@ -165,15 +180,15 @@ class SelectionService:
         opts = effective_options(req, pref)
         resolved = self.resolve(req.llm_providers, aggregator)
 
-        texts = _checked(message_texts, req.messages)
+        texts = _checked(message_texts, req.messages)  # read once: the texts below are all made from these
         if not texts:
             raise BadRequest("messages carry no text to route on", code="EMPTY_MESSAGES")
-        text = full_text(req.messages)
+        text, scored_text = joined(texts), routing_text_of(texts)
         tools_json = msgspec.json.encode(req.tools) if req.tools else b""
         prompt_tokens = count_tokens(text) + (len(tools_json) // 4 if tools_json else 0)
         candidates = eligible(resolved, prompt_tokens, bool(req.tools), opts.max_model_depth)
 
-        features = self.featurizer.featurize(routing_text(req.messages), tools_present=bool(req.tools),
+        features = self.featurizer.featurize(scored_text, tools_present=bool(req.tools),
                                              n_messages=len(texts))
         featurized = time.perf_counter_ns()
         custom = self.custom_routers.for_preference(pref)  # raises while its training is open or after a failure
@@ -183,23 +198,25 @@ class SelectionService:
             quality = router.predict_quality(features, plain)
         else:
             quality, router, router_name = mixed_quality(custom, self.default_router, features, plain,
-                                                         routing_text(req.messages))
+                                                         scored_text)
         personalised = pref is not None and self.memory.knows(pref.preference_id)
         if personalised:
             quality = self.memory.adjust(pref.preference_id, self.embedding(features),  # type: ignore[union-attr]
                                          [c.key for c in plain], quality)
         cost = policy.request_cost_usd(np.array([c.input_price for c in plain]),
                                        np.array([c.output_price for c in plain]), prompt_tokens)
-        latency = np.array([estimated_latency_s(c, prompt_tokens) for c in plain])
+        # only the latency trade-off reads latency estimates
+        latency = (np.array([estimated_latency_s(c, prompt_tokens) for c in plain]) if opts.tradeoff == "latency"
+                   else None)
         caller, order = None, None
         schedule = router.schedule
         if router is self.default_router and self.dial is not None and len(plain) > 1:
             # The default router's dial is calibrated on this caller's own traffic (api/routing/dial.py); a custom
             # router keeps the schedule calibrated on its training data.
-            order = np.argsort([c.key for c in plain], kind="stable")
-            caller = (user.user_id, pref.preference_id if pref else "", tuple(plain[i].key for i in order))
+            order, sorted_keys = self._key_order(plain)
+            caller = (user.user_id, pref.preference_id if pref else "", sorted_keys)
             schedule = self.dial.schedule_for(caller, [plain[i] for i in order], router.schedule)
-            quality = quality + tie_breaker(routing_text(req.messages), len(plain))
+            quality = quality + tie_breaker(scored_text, len(plain))
         try:
             decision = policy.choose(quality, cost, latency_s=latency, cost_quality_tradeoff=opts.cost_quality_tradeoff,
                                      tradeoff=opts.tradeoff, schedule=schedule)
@@ -219,8 +236,8 @@ class SelectionService:
             "content": None if opts.hash_content else messages_json.decode(),
             "content_hash": hashlib.sha256(messages_json).hexdigest(), "prompt_tokens": prompt_tokens,
             "tools_count": len(req.tools or ()), "candidates": [c.candidate.key for c in resolved],
-            "eligible": [c.key for c in plain], "predicted_quality": [float(x) for x in decision.quality],
-            "estimated_cost_usd": [float(x) for x in decision.cost_usd], "chosen": chosen.candidate.key,
+            "eligible": [c.key for c in plain], "predicted_quality": decision.quality.tolist(),
+            "estimated_cost_usd": decision.cost_usd.tolist(), "chosen": chosen.candidate.key,
             "chosen_label_provider": chosen.label.provider, "chosen_label_model": chosen.label.model,
             "tradeoff": opts.tradeoff, "cost_quality_tradeoff": opts.cost_quality_tradeoff,
             "max_model_depth": opts.max_model_depth, "router": router_name, "personalised": personalised,

@@ -3,6 +3,7 @@ naming what is not ready, so a probe or a person knows what is still starting.""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import threading
@@ -21,6 +22,7 @@ class FakePrefect:
 
     def __init__(self) -> None:
         self.registered: set[str] = set()
+        self.health_checks = 0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -28,6 +30,7 @@ class FakePrefect:
                 path = self.path.removeprefix("/api")
                 authorised = self.headers.get("Authorization") == "Basic " + base64.b64encode(LOGIN.encode()).decode()
                 if path == "/health":
+                    fake.health_checks += 1
                     status = 200
                 elif not authorised:
                     status = 401
@@ -85,3 +88,25 @@ def test_an_unreachable_prefect_is_named(client, prefect):
     prefect.server.server_close()
     readiness_of(client, url)
     assert "does not answer" in client.get("/ready").json()["checks"]["prefect"]
+
+
+def test_concurrent_callers_share_one_check(client, prefect):
+    """Once the cache has expired, many probes at once make one round of Prefect calls, not one each: the first
+    callers wait for that check, later ones get the previous answer while it runs."""
+    readiness = readiness_of(client, prefect.url)
+    prefect.registered.update(TRIGGERED_DEPLOYMENTS)
+
+    async def probes(n: int) -> list[dict[str, str]]:
+        return await asyncio.gather(*(readiness.checks() for _ in range(n)))
+
+    first = asyncio.run(probes(8))  # nothing cached yet: all wait for the one check
+    assert prefect.health_checks == 1
+    assert all(answer == {"store": "ok", "prefect": "ok", "deployments": "ok"} for answer in first)
+
+    prefect.registered.clear()
+    readiness._last = (0.0, readiness._last[1])  # expired, but an answer is there
+    again = asyncio.run(probes(8))
+    assert prefect.health_checks == 2
+    assert again[0]["deployments"].startswith("not registered yet")  # the caller that made the check sees it
+    assert all(answer["deployments"] == "ok" for answer in again[1:])  # the others, the previous answer
+    assert readiness._last[1]["deployments"].startswith("not registered yet")
