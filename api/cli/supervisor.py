@@ -61,8 +61,9 @@ def start_prefect(sup: Supervisor, logs: Path) -> None:
     port = settings.prefect_port
     login = prefect_login(settings.run_dir)
     sup.env.update(prefect_env(port, login))
-    child = sup.spawn("Prefect server", [sys.executable, "-m", "prefect", "server", "start", "--host",
-                                         "127.0.0.1", "--port", str(port)], logs / "prefect-server.log")
+    # `prefect server start`'s app, old-UI deep links sent to the new UI's login-aware pages (flows/prefect_server.py)
+    child = sup.spawn("Prefect server", [sys.executable, "-m", "flows.prefect_server", "--host", "127.0.0.1",
+                                         "--port", str(port)], logs / "prefect-server.log")
     say(f"starting a local Prefect server (SQLite under {settings.prefect_home}); log: {logs / 'prefect-server.log'}")
     sup.wait_healthy(child, f"http://127.0.0.1:{port}/api/health", timeout=120)
     sup.env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"  # for the children started after it

@@ -112,7 +112,7 @@ class Service:
                 cmd = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
             except FileNotFoundError:  # exited meanwhile
                 continue
-            for part, marker in (("prefect", "prefect server start"), ("store", "owner_app:create_owner_app"),
+            for part, marker in (("prefect", "flows.prefect_server"), ("store", "owner_app:create_owner_app"),
                                  ("api", "api.app:create_app"), ("runner", "flows.runner")):
                 if marker in cmd:
                     found[part] = int(child)
