@@ -106,9 +106,10 @@ def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
 def start_runner(sup: Supervisor, logs: Path) -> None:
     if not sup.settings.prefect_api_url:  # our Prefect server, and its one runner is not running now
         settle_orphans(sup)
-    # The runner polls Prefect for scheduled runs; its default (10 s) would eat a sixth of the 60 s budget from a
-    # router-training upload to a live router. 2 s costs one tiny local HTTP call per poll.
-    sup.env.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
+    # The runner polls Prefect for scheduled runs: a new run waits half a poll on average. Prefect's default (10 s)
+    # would eat a sixth of the 60 s budget from a router-training upload to a live router; 1 s costs one small
+    # local HTTP call a second (docs/benchmarks.md, "Issue 20, item 4").
+    sup.env.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "1")
     child = sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log")
     # Ready once its deployments are registered: the API starts after, so its first job always finds them.
     login = sup.env.get("PREFECT_API_AUTH_STRING")
