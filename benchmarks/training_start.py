@@ -24,6 +24,7 @@ flow), with the ratio.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -41,8 +42,6 @@ PAIR = [{"provider": "openai", "model": "gpt-4o"}, {"provider": "openai", "model
 
 def _flow_run_id(svc, pid: str) -> str:
     # lazy: the benchmark reads the job through the store owner, as flows do
-    import json
-
     from storage.rpc import RemoteStore
 
     owner = json.loads((svc.data_dir / "run" / "owner.json").read_text())

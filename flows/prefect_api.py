@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+import anyio
+
 # The project's deployments, as '<flow>/<deployment>': served by the embedded runner (flows/runner.py) or
 # registered on a work pool (flows/deploy.py) under the same names (flows/registry.py).
 HOUSEKEEPING = "housekeeping/housekeeping"
@@ -52,10 +54,8 @@ def _not_found(exc: BaseException) -> bool:
 
 async def trigger(deployment: str, parameters: dict[str, Any], tags: list[str] | None = None) -> str:
     """Create a flow run of `flow-name/deployment-name` and return its id at once (never waits for it)."""
-    # lazy: the anyio thread pool; the first import of Prefect's client runs there, so an API worker keeps
-    # answering other requests meanwhile instead of stalling its event loop for seconds
-    import anyio
-
+    # The first import of Prefect's client runs in a worker thread: an API worker keeps answering other requests
+    # meanwhile instead of stalling its event loop for seconds.
     await anyio.to_thread.run_sync(_import_client)
     # lazy: imported just above, off the event loop
     from prefect.client.orchestration import get_client

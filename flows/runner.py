@@ -19,8 +19,7 @@ ORPHAN_GRACE_S = 5.0
 
 def main() -> None:
     # lazy: a flow run's interpreter imports this module again (see above); only the runner itself needs these
-    from prefect import serve
-
+    from prefect import serve  # noqa: I001
     from api.parent_watch import SUPERVISOR_PID_ENV, exit_with_parent
     from flows.registry import deployments
 
