@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-# Upload to live router before any training completed here: 16-25 s for the tests' and benchmarks' uploads on a
-# 2-core machine (docs/benchmarks.md, "Issue 20, item 4").
+# Upload to live router before any training completed here: 16 s for a small upload on a quiet 2-core machine, 20-30 s
+# on a busy one (docs/benchmarks.md, "Issue 20, item 4").
 DEFAULT_EXPECTED_S = 20.0
 MAX_S = 60  # a long training is asked about at least once a minute
 NOT_STARTED = ("created", "queued")
