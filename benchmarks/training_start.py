@@ -141,7 +141,8 @@ def main() -> None:
         later = results[1:] or results
         print(f"\nmedian of runs 2..{len(results)} ({args.rows} rows each):")
         for key in results[0]:
-            print(f"  {key:<18} {statistics.median(r[key] for r in later):6.2f} s   (first run {results[0][key]:.2f} s)")
+            middle = statistics.median(r[key] for r in later)
+            print(f"  {key:<18} {middle:6.2f} s   (first run {results[0][key]:.2f} s)")
     finally:
         svc.stop()
     if args.import_rounds:
