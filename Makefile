@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml setup.
 UV     := $(BIN)/uv
 UV_VERSION := 0.13.8
 
-.PHONY: install serve test test-fast check-pythons lock bench-latency clean
+.PHONY: install browser serve test test-fast check-pythons lock bench-latency clean
 
 install: $(STAMP)
 
@@ -24,8 +24,15 @@ serve: install
 	$(BIN)/switchboard serve
 
 # The full suite CI runs (.ci/run): unit tests, flow tests, and end-to-end runs of the real service.
-test: install
+test: install browser
 	$(BIN)/python -m pytest
+
+# Headless Chromium for the Prefect UI's login test (tests/e2e/test_prefect_ui_login.py): Debian's package, installed
+# when missing and this runs as root with apt-get (CI); elsewhere the test skips and says why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "note: chromium is not installed; the Prefect UI browser test will be skipped"
 
 # Unit and flow tests only (no end-to-end service runs): a few minutes, for the edit-test loop.
 test-fast: install

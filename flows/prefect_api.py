@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+import anyio
+
 # The project's deployments, as '<flow>/<deployment>': served by the embedded runner (flows/runner.py) or
 # registered on a work pool (flows/deploy.py) under the same names (flows/registry.py).
 HOUSEKEEPING = "housekeeping/housekeeping"
@@ -34,13 +36,49 @@ def job_status_for(state_type: str) -> str:
     return STATE_TO_JOB_STATUS.get(state_type.upper(), "processing")
 
 
+# Deployment ids by name, per Prefect API URL: a deployment keeps its id when the runner registers it again (by
+# name), so each submission is one request (create the flow run) instead of two (look the name up, create).
+_deployment_ids: dict[tuple[str, str], UUID] = {}
+
+
+def _import_client() -> None:
+    # lazy: Prefect takes 1.5 s (quiet machine) to 8 s (busy) to import, and the API and the CLI import this module
+    import prefect.client.orchestration  # noqa: F401
+    import prefect.states  # noqa: F401
+
+
+def _not_found(exc: BaseException) -> bool:
+    response = getattr(exc, "response", None)
+    return type(exc).__name__ == "ObjectNotFound" or getattr(response, "status_code", None) == 404
+
+
 async def trigger(deployment: str, parameters: dict[str, Any], tags: list[str] | None = None) -> str:
     """Create a flow run of `flow-name/deployment-name` and return its id at once (never waits for it)."""
-    # lazy: Prefect takes ~1.5 s to import, and the API and the CLI import this module
-    from prefect.deployments import run_deployment
+    # The first import of Prefect's client runs in a worker thread: an API worker keeps answering other requests
+    # meanwhile instead of stalling its event loop for seconds.
+    await anyio.to_thread.run_sync(_import_client)
+    # lazy: imported just above, off the event loop
+    from prefect.client.orchestration import get_client
+    from prefect.states import Scheduled
 
-    flow_run = await run_deployment(deployment, parameters=parameters, timeout=0, tags=tags or [])
-    return str(flow_run.id)
+    async def create(client: Any, deployment_id: UUID) -> str:
+        flow_run = await client.create_flow_run_from_deployment(deployment_id, parameters=parameters,
+                                                                 state=Scheduled(), tags=tags or [])
+        return str(flow_run.id)
+
+    async with get_client() as client:
+        key = (str(client.api_url), deployment)
+        cached = _deployment_ids.get(key)
+        if cached is not None:
+            try:
+                return await create(client, cached)
+            except Exception as exc:
+                if not _not_found(exc):
+                    raise
+                _deployment_ids.pop(key, None)  # removed and registered again (a new Prefect database)
+        deployment_id = (await client.read_deployment_by_name(deployment)).id  # ObjectNotFound: not registered
+        _deployment_ids[key] = deployment_id
+        return await create(client, deployment_id)
 
 
 async def flow_run_status(flow_run_id: str) -> tuple[str, str | None]:

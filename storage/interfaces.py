@@ -102,6 +102,10 @@ class Routers(Protocol):
 
     def training_metrics(self, job_id: str) -> str | None: ...
 
+    def expected_training_seconds(self, job_id: str, history: int = 20) -> float | None:
+        """Upload-to-live seconds of recent completed trainings of a similar size (median); None without any."""
+        ...
+
     def training_dataset(self, job_id: str) -> str | None:
         """The uploaded dataset (Parquet path) a training job was given; None for an unknown job."""
         ...

@@ -62,8 +62,9 @@ def start_prefect(sup: Supervisor, logs: Path) -> None:
     port = settings.prefect_port
     login = prefect_login(settings.run_dir)
     sup.env.update(prefect_env(port, login))
-    child = sup.spawn("Prefect server", [sys.executable, "-m", "prefect", "server", "start", "--host",
-                                         "127.0.0.1", "--port", str(port)], logs / "prefect-server.log")
+    # `prefect server start`'s app, old-UI deep links sent to the new UI's login-aware pages (flows/prefect_server.py)
+    child = sup.spawn("Prefect server", [sys.executable, "-m", "flows.prefect_server", "--host", "127.0.0.1",
+                                         "--port", str(port)], logs / "prefect-server.log")
     say(f"starting a local Prefect server (SQLite under {settings.prefect_home}); log: {logs / 'prefect-server.log'}")
     sup.wait_healthy(child, f"http://127.0.0.1:{port}/api/health", timeout=120)
     sup.env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"  # for the children started after it
@@ -109,9 +110,10 @@ def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
 def start_runner(sup: Supervisor, logs: Path) -> None:
     if not sup.settings.prefect_api_url:  # our Prefect server, and its one runner is not running now
         settle_orphans(sup)
-    # The runner polls Prefect for scheduled runs; its default (10 s) would eat a sixth of the 60 s budget from a
-    # router-training upload to a live router. 2 s costs one tiny local HTTP call per poll.
-    sup.env.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
+    # The runner polls Prefect for scheduled runs: a new run waits half a poll on average. Prefect's default (10 s)
+    # would eat a sixth of the 60 s budget from a router-training upload to a live router; 1 s costs one small
+    # local HTTP call a second (docs/benchmarks.md, "Issue 20, item 4").
+    sup.env.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "1")
     child = sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log")
     # Ready once its deployments are registered: the API starts after, so its first job always finds them.
     login = sup.env.get("PREFECT_API_AUTH_STRING")

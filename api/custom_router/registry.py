@@ -8,7 +8,8 @@ changes made elsewhere from the owner's change feed, within about half a second 
 
 The rule modelSelect applies to a preference (the latest training job decides):
 - no training job: the default router;
-- latest job created / queued / processing: 409 ROUTER_TRAINING_IN_PROGRESS with `Retry-After: 30`;
+- latest job created / queued / processing: 409 ROUTER_TRAINING_IN_PROGRESS with `Retry-After` the likely seconds
+  until its router is live (api/custom_router/training_wait.py);
 - latest job failed (or cancelled, e.g. by a service restart or in the Prefect UI): 400 ROUTER_TRAINING_FAILED,
   whose message says why and asks for a new upload;
 - latest job completed: its live custom router.
@@ -19,15 +20,17 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
 from api.custom_router.model import load_custom_router
+from api.custom_router.training_wait import retry_after_seconds
+from api.errors import ApiError, BadRequest, ServiceUnavailable
 from api.public_errors import public_reason
 from api.routing.features import FeatureVersionMismatch
-from api.errors import ApiError, BadRequest, ServiceUnavailable
 from storage.records import OPEN_JOB_STATUSES, CustomRouterRecord, Preference, RouterState, is_key_subject
 
 if TYPE_CHECKING:
@@ -35,7 +38,6 @@ if TYPE_CHECKING:
     from api.routing.features import Featurizer
 
 log = logging.getLogger("switchboard.custom_routers")
-RETRY_AFTER_SECONDS = 30
 
 
 class RouterTrainingInProgress(ApiError):
@@ -47,6 +49,7 @@ class Entry:
     state: RouterState
     router: "CustomRouter | None"
     load_error: str | None = None
+    expected_s: float | None = None  # typical upload-to-live seconds of a training like the open job's
 
 
 class CustomRouterRegistry:
@@ -93,8 +96,17 @@ class CustomRouterRegistry:
                 router = previous.router  # type: ignore[union-attr]
             else:
                 router, error = self._load(state.live)
+        expected = self._expected_seconds(state.job.job_id) if state.job and state.job.status in OPEN_JOB_STATUSES \
+            else None
         with self._lock:
-            self._entries[state.preference_id] = Entry(state, router, error)
+            self._entries[state.preference_id] = Entry(state, router, error, expected)
+
+    def _expected_seconds(self, job_id: str) -> float | None:
+        try:
+            return self.store.routers.expected_training_seconds(job_id)
+        except Exception:  # only the wait's estimate: its default does while the store is unreachable
+            log.warning("could not estimate the training time of job %s", job_id, exc_info=True)
+            return None
 
     def _load(self, live: CustomRouterRecord) -> tuple["CustomRouter | None", str | None]:
         def training_prompts() -> list[str]:  # only routers trained on e5 by an earlier version ask for them
@@ -124,10 +136,13 @@ class CustomRouterRegistry:
             return None
         job, pid = entry.state.job, preference.preference_id
         if job is not None and job.status in OPEN_JOB_STATUSES:
+            uploaded = job.created_at if job.created_at.tzinfo else job.created_at.replace(tzinfo=timezone.utc)
+            wait = retry_after_seconds(job.status, (datetime.now(timezone.utc) - uploaded).total_seconds(),
+                                       entry.expected_s)
             raise RouterTrainingInProgress(
                 f"the custom router of preference {pid!r} is still training (job {job.status}); retry in "
-                f"{RETRY_AFTER_SECONDS} seconds", headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-                details={"preference_id": pid, "job_status": job.status})
+                f"{wait} seconds", headers={"Retry-After": str(wait)},
+                details={"preference_id": pid, "job_status": job.status, "retry_after_seconds": wait})
         if job is not None and job.status in ("failed", "cancelled"):
             what = "failed" if job.status == "failed" else "was cancelled"
             raise BadRequest(

@@ -9,6 +9,7 @@ The rules it enforces, in one transaction each:
 
 from __future__ import annotations
 
+import statistics
 import uuid
 
 from storage.database import Database, now
@@ -73,6 +74,21 @@ class RouterRepository:
         """The JSON evaluation a training job recorded when it published (None before that)."""
         rows = self._db.rows("SELECT metrics FROM router_training_metrics WHERE job_id = ?", [job_id])
         return rows[0][0] if rows else None
+
+    def expected_training_seconds(self, job_id: str, history: int = 20) -> float | None:
+        """How long a training like this job usually takes, from upload to a live router: the median over the
+        latest `history` completed trainings of those of a similar size (rows within a factor of 2; all of them
+        when none is). None before the first training completed, or for an unknown job."""
+        size = self._db.rows("SELECT rows FROM router_trainings WHERE job_id = ?", [job_id])
+        if not size:
+            return None
+        done = self._db.rows(
+            "SELECT date_diff('millisecond', j.created_at, j.updated_at) / 1000.0, t.rows FROM jobs j"
+            " JOIN router_trainings t USING (job_id) WHERE j.kind = ? AND j.status = 'completed'"
+            " ORDER BY j.updated_at DESC LIMIT ?", [TRAIN_CUSTOM_ROUTER, history])
+        rows = size[0][0]
+        similar = [seconds for seconds, n in done if rows / 2 <= n <= rows * 2] or [seconds for seconds, _ in done]
+        return float(statistics.median(similar)) if similar else None
 
     def training_dataset(self, job_id: str) -> str | None:
         rows = self._db.rows("SELECT dataset_path FROM router_trainings WHERE job_id = ?", [job_id])

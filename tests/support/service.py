@@ -112,7 +112,7 @@ class Service:
                 cmd = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
             except FileNotFoundError:  # exited meanwhile
                 continue
-            for part, marker in (("prefect", "prefect server start"), ("store", "owner_app:create_owner_app"),
+            for part, marker in (("prefect", "flows.prefect_server"), ("store", "owner_app:create_owner_app"),
                                  ("api", "api.app:create_app"), ("runner", "flows.runner")):
                 if marker in cmd:
                     found[part] = int(child)
@@ -135,7 +135,7 @@ def start_service(data_dir: Path, api_port: int, prefect_port: int, timeout: flo
     env = dict(os.environ)
     env.pop("PREFECT_API_URL", None)
     env.update(SWITCHBOARD_DATA_DIR=str(data_dir), SWITCHBOARD_PREFECT_PORT=str(prefect_port),
-               PREFECT_RUNNER_POLL_FREQUENCY="2", LITELLM_LOCAL_MODEL_COST_MAP="True")
+               LITELLM_LOCAL_MODEL_COST_MAP="True")  # the runner's poll: serve's own default
     process = subprocess.Popen([str(BIN / "switchboard"), "serve", "--port", str(api_port)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output: list[str] = []
