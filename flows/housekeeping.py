@@ -1,4 +1,4 @@
-"""`housekeeping`: keeps the service's state honest. Runs every 10 minutes from the flow runner.
+"""`housekeeping`: keeps the service's state honest. Prefect's scheduler starts it (interval: api/settings.py).
 
 - reconcile-jobs: a job whose flow run ended (or vanished) without recording it is moved to the matching
   final JobStatus with a reason, so nothing stays `processing` after a crash or restart;
