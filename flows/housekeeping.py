@@ -18,7 +18,6 @@ from prefect import flow, get_run_logger, task
 from api.settings import get_settings
 from flows import prefect_api
 from flows.storage_access import connect
-from storage import events
 from storage.retention import remove_inside
 
 EVENT_TABLES = ("sessions", "feedback", "llm_usage")
@@ -48,6 +47,9 @@ async def reconcile_jobs() -> int:
 
 @task(name="compact-event-logs")
 def compact_event_logs() -> int:
+    # lazy: pyarrow loads in the flow run, not in the flow runner that imports every flow
+    from storage import events
+
     events_dir = get_settings().events_dir
     return sum(events.compact(events_dir, table) for table in EVENT_TABLES)
 
