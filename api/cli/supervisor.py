@@ -176,8 +176,9 @@ def serve(settings: Settings, host: str, port: int) -> int:
     try:
         # Prefect, the store owner and the runner start side by side (the runner waits for Prefect by itself); the
         # API comes last: when it answers, the store and the flows' deployments are there to take jobs.
-        waiters = [launch_prefect(sup, logs), launch_store(sup, logs), launch_runner(sup, logs)]
-        for ready in waiters:
+        prefect_ready, store_ready, runner_ready = launch_prefect(sup, logs), launch_store(sup, logs), \
+            launch_runner(sup, logs)
+        for ready in (store_ready, prefect_ready, runner_ready):  # the quickest first: each "ready in" is true
             ready()
         start_api(sup, host, port)
         say("all running; press Ctrl-C to stop")
