@@ -47,6 +47,11 @@ def _path(name: str) -> Path | None:
     return Path(raw).expanduser() if raw else None
 
 
+# `switchboard store`'s default port (production shape). `serve` runs its own store owner on a free loopback port
+# instead (api/cli/supervisor.py): it is internal, and a fixed port would collide with a second `serve`.
+STORE_PORT = 8001
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -64,7 +69,7 @@ class Settings:
     # The store-owner process (docs/deployment.md): where it listens; how long API workers trust a cached
     # preference when the owner's change feed is silent (changes normally arrive within half a second).
     store_host: str = "127.0.0.1"
-    store_port: int = 8001
+    store_port: int = STORE_PORT
     store_url: str | None = None  # published in run/owner.json; default http://<store_host>:<store_port>
     preference_cache_seconds: float = 5.0
     # Per-key rate limits (docs/api.md); per_minute 0 = off. Per API worker process.
@@ -98,6 +103,9 @@ class Settings:
     http_body_idle_timeout_s: float = 10.0
     http_body_timeout_s: float = 60.0
     http_max_connections: int = 0
+    # How often Prefect's scheduler starts the housekeeping deployment (flows/housekeeping.py); tests shorten it to
+    # prove that scheduled runs really happen.
+    housekeeping_interval_s: int = 600
 
     @property
     def layout(self) -> DataDir:
@@ -211,7 +219,7 @@ def get_settings() -> Settings:
         session_flush_seconds=_float("SWITCHBOARD_SESSION_FLUSH_SECONDS", 1.0),
         optimize=_optimize_settings(),
         store_host=os.environ.get("SWITCHBOARD_STORE_HOST", "127.0.0.1"),
-        store_port=_int("SWITCHBOARD_STORE_PORT", 8001),
+        store_port=_int("SWITCHBOARD_STORE_PORT", STORE_PORT),
         store_url=os.environ.get("SWITCHBOARD_STORE_URL") or None,
         preference_cache_seconds=_float("SWITCHBOARD_PREFERENCE_CACHE_SECONDS", 5.0),
         rate_limit_per_minute=max(0, _int("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600)),
@@ -229,6 +237,7 @@ def get_settings() -> Settings:
         http_body_idle_timeout_s=max(0.001, _float("SWITCHBOARD_HTTP_BODY_IDLE_TIMEOUT_S", 10.0)),
         http_body_timeout_s=max(0.001, _float("SWITCHBOARD_HTTP_BODY_TIMEOUT_S", 60.0)),
         http_max_connections=max(0, _int("SWITCHBOARD_HTTP_MAX_CONNECTIONS", 0)),
+        housekeeping_interval_s=max(1, _int("SWITCHBOARD_HOUSEKEEPING_INTERVAL_S", 600)),
     )
 
 

@@ -1,4 +1,4 @@
-"""`housekeeping`: keeps the service's state honest. Runs every 10 minutes from the flow runner.
+"""`housekeeping`: keeps the service's state honest. Prefect's scheduler starts it (interval: api/settings.py).
 
 - reconcile-jobs: a job whose flow run ended (or vanished) without recording it is moved to the matching
   final JobStatus with a reason, so nothing stays `processing` after a crash or restart;
@@ -19,7 +19,6 @@ from api.public_errors import public_state_message
 from api.settings import get_settings
 from flows import prefect_api
 from flows.storage_access import connect
-from storage import events
 from storage.retention import remove_inside
 
 EVENT_TABLES = ("sessions", "feedback", "llm_usage")
@@ -49,6 +48,9 @@ async def reconcile_jobs() -> int:
 
 @task(name="compact-event-logs")
 def compact_event_logs() -> int:
+    # lazy: pyarrow loads in the flow run, not in the flow runner that imports every flow
+    from storage import events
+
     events_dir = get_settings().events_dir
     return sum(events.compact(events_dir, table) for table in EVENT_TABLES)
 

@@ -17,6 +17,12 @@ HOUSEKEEPING = "housekeeping/housekeeping"
 TRAIN_CUSTOM_ROUTER = "train-custom-router/train-custom-router"
 OPTIMIZE_PROMPT = "optimize-prompt/optimize-prompt"
 
+# Set by `switchboard serve` for the runner of its own Prefect server: before serving, the runner crashes the flow
+# runs a dead runner left behind (settle_orphaned_runs; flows/runner.py).
+SETTLE_ORPHANS_ENV = "SWITCHBOARD_RUNNER_SETTLES_ORPHANS"
+ORPHAN_REASON = ("the flow runner stopped while this run was executing (it crashed or was killed); "
+                 "start the job again")
+
 # Prefect state types -> the Not Diamond JobStatus (docs/architecture.md, "Jobs").
 STATE_TO_JOB_STATUS = {
     "SCHEDULED": "queued",

@@ -15,8 +15,9 @@ from flows.train_default_router import train_default_router_flow
 def deployments(**options: Any) -> list[Any]:
     """`options` go to every `to_deployment` call (flows.deploy passes the work pool and a module entrypoint)."""
 
+    settings = get_settings()
     return [
-        housekeeping.to_deployment(name="housekeeping", interval=600,
+        housekeeping.to_deployment(name="housekeeping", interval=settings.housekeeping_interval_s,
                                    description="Reconcile jobs with Prefect, compact event logs, checkpoint DuckDB",
                                    **options),
         train_custom_router.to_deployment(name="train-custom-router",
@@ -27,7 +28,7 @@ def deployments(**options: Any) -> list[Any]:
             description="Retrain the shipped default router on the public RouteLLM data; publish=True replaces it",
             **options),
         # Runs beyond the limit wait in Prefect (AwaitingConcurrencySlot, i.e. `queued`): the queue is Prefect's.
-        optimize_prompt.to_deployment(name="optimize-prompt", concurrency_limit=get_settings().optimize.concurrent_runs,
+        optimize_prompt.to_deployment(name="optimize-prompt", concurrency_limit=settings.optimize.concurrent_runs,
                                       description="Optimize a prompt for each target model (DSPy GEPA) and score it",
                                       **options),
     ]

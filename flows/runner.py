@@ -1,6 +1,9 @@
 """The flow runner: serves every deployment in flows.registry until stopped (`python -m flows.runner`).
 
-This module imports nothing at its top on purpose. The runner starts each flow run in a fresh interpreter
+`switchboard serve` starts it beside the Prefect server (api/cli/supervisor.py): it imports the flows meanwhile, then
+waits until the server answers before it touches Prefect's API.
+
+This module imports nothing heavy at its top on purpose. The runner starts each flow run in a fresh interpreter
 (multiprocessing's spawn, prefect/flow_engine.py `run_flow_in_subprocess`), and a spawned interpreter first
 re-imports the parent's main module, this one, as `__mp_main__`. With the registry imported up here every flow run
 loaded every flow of the project (DSPy and LiteLLM for a router training, XGBoost and scikit-learn for a prompt
@@ -9,23 +12,68 @@ optimization) before its own: seconds of each run's start (docs/benchmarks.md, "
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
+import time
 
 # Prefect's graceful shutdown pauses the deployments through the Prefect API; when `serve` died with its Prefect
 # server that call retries for minutes, so a supervised runner whose supervisor is gone waits this long, then ends
 # its process group (flow runs included).
 ORPHAN_GRACE_S = 5.0
+PREFECT_WAIT_S = 180.0
+
+
+def wait_for_prefect(api_url: str, auth_string: str | None, timeout: float = PREFECT_WAIT_S) -> None:
+    # lazy: a flow run's interpreter imports this module again (see above); only the runner itself needs httpx
+    import httpx
+
+    auth = tuple(auth_string.split(":", 1)) if auth_string and ":" in auth_string else None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{api_url.rstrip('/')}/health", timeout=2.0, auth=auth).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the Prefect server at {api_url} did not answer within {timeout:.0f} s")
+        time.sleep(0.3)
+
+
+def settle_orphans(api_url: str, auth_string: str | None) -> None:
+    """No runner of this Prefect server is alive now, so a flow run still Running/Pending is an orphan."""
+    # lazy: as above, only the runner itself settles orphans
+    from flows.prefect_api import HOUSEKEEPING, ORPHAN_REASON, settle_orphaned_runs
+
+    try:
+        crashed = asyncio.run(settle_orphaned_runs(api_url, ORPHAN_REASON, HOUSEKEEPING, auth_string=auth_string))
+    except Exception as exc:  # never a reason not to start; housekeeping reconciles later
+        print(f"could not check for flow runs left behind by a stopped runner: {type(exc).__name__}: {exc}",
+              file=sys.stderr, flush=True)
+        return
+    if crashed:
+        print(f"{len(crashed)} flow run(s) left running by a stopped runner marked crashed; housekeeping queued",
+              flush=True)
 
 
 def main() -> None:
     # lazy: a flow run's interpreter imports this module again (see above); only the runner itself needs these
     from prefect import serve  # noqa: I001
     from api.parent_watch import SUPERVISOR_PID_ENV, exit_with_parent
+    from api.settings import get_settings
+    from flows.prefect_api import SETTLE_ORPHANS_ENV
     from flows.registry import deployments
 
     supervisor = os.environ.get(SUPERVISOR_PID_ENV)
     if supervisor and supervisor.isdigit() and int(supervisor) == os.getppid():
         exit_with_parent(int(supervisor), grace_s=ORPHAN_GRACE_S, whole_group=True)
+    settings = get_settings()
+    api_url, auth_string = settings.prefect_api_url, settings.prefect_auth_string
+    if api_url:
+        wait_for_prefect(api_url, auth_string)
+        if os.environ.get(SETTLE_ORPHANS_ENV) == "1":
+            settle_orphans(api_url, auth_string)
     serve(*deployments(), limit=4)
 
 

@@ -32,7 +32,6 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-import polars as pl
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
@@ -62,6 +61,9 @@ def _check_open(store, job_id: str) -> None:
 
 @task(name="load-dataset", cache_policy=NO_CACHE)
 def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple[list[str], np.ndarray, dict]:
+    # lazy: polars loads in the flow run, not in the flow runner that imports every flow
+    import polars as pl
+
     frame = pl.read_parquet(dataset_path)
     scores = np.column_stack([frame[f"{m['column_prefix']}/score"].to_numpy().astype(np.float64) for m in models])
     quality, scale = training.normalise_scores(scores, maximize)

@@ -19,7 +19,6 @@ import msgspec
 
 from storage.interfaces import Store
 from storage.rpc import RemoteStore
-from storage.store import LocalStore
 
 
 class OwnerInfo(msgspec.Struct):
@@ -84,6 +83,10 @@ def open_store(db_path: Path, run_dir: Path, wait_for_owner_s: float = 0.0) -> S
         info = live_owner(run_dir)
     if info is not None:
         return RemoteStore(info.url, info.token, rediscover=lambda: _url_and_token(run_dir))
+    # Clients of a live owner (the flow runner, flow runs, the CLI while serve runs) never load DuckDB.
+    # lazy: DuckDB loads only in a process that opens the file itself
+    from storage.store import LocalStore
+
     return LocalStore(db_path)
 
 

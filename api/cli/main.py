@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from api.cli.supervisor import api_argv, serve, store_owner_argv
-from api.settings import check_data_dir, get_settings
+from api.settings import STORE_PORT, check_data_dir, get_settings
 from storage.errors import StoreError
 from storage.interfaces import Store
 from storage.owner import live_owner, open_store
@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     store = sub.add_parser("store", help="run the store owner alone: the one process that opens the DuckDB file "
                                          "(production shape; start it before the API and the flow workers)")
     store.add_argument("--host", help="bind address (default 127.0.0.1, or SWITCHBOARD_STORE_HOST)")
-    store.add_argument("--port", type=int, help="port (default 8001, or SWITCHBOARD_STORE_PORT)")
+    store.add_argument("--port", type=int, help=f"port (default {STORE_PORT}, or SWITCHBOARD_STORE_PORT)")
     store.add_argument("--advertise-url", help="URL published to the other processes (default http://<host>:<port>; "
                                                "set it when they reach this one by another name, e.g. containers)")
     store.set_defaults(func=cmd_store)

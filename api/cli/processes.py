@@ -36,6 +36,7 @@ def say(message: str) -> None:
 class Child:
     name: str
     process: subprocess.Popen
+    started: float = field(default_factory=time.monotonic)  # when it was spawned
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -61,15 +62,18 @@ class Supervisor:
     children: list[Child] = field(default_factory=list)
     stopping: bool = False
 
-    def spawn(self, name: str, argv: list[str], log_file: Path | None = None) -> Child:
+    def spawn(self, name: str, argv: list[str], log_file: Path | None = None,
+              extra_env: dict[str, str] | None = None) -> Child:
         out = open(log_file, "ab") if log_file else None
-        process = subprocess.Popen(argv, env=self.env, start_new_session=True, stdout=out,
+        process = subprocess.Popen(argv, env={**self.env, **(extra_env or {})}, start_new_session=True, stdout=out,
                                    stderr=subprocess.STDOUT if out else None, preexec_fn=_die_with_parent)
         child = Child(name, process)
         self.children.append(child)
         return child
 
     def wait_healthy(self, child: Child, url: str, timeout: float, auth: tuple[str, str] | None = None) -> None:
+        """Until `url` answers 200 (`timeout` from this call: children start side by side, so a child waited
+        for last may have been ready for a while); says how long the child took since it was spawned."""
         started = time.monotonic()
         dots = 0
         while time.monotonic() - started < timeout:
@@ -80,7 +84,7 @@ class Supervisor:
                                  f"see {self.settings.layout.logs_dir}")
             try:
                 if httpx.get(url, timeout=1.0, auth=auth).status_code == 200:
-                    say(f"{child.name} ready in {time.monotonic() - started:.1f}s")
+                    say(f"{child.name} ready in {time.monotonic() - child.started:.1f}s")
                     return
             except httpx.HTTPError:
                 pass

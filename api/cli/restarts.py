@@ -7,15 +7,14 @@ outlive it:
 - the Prefect server holds the runner's in-flight flow runs, so the runner restarts with it;
 - the runner restarts alone: the API keeps answering (modelSelect never notices).
 Survivors of a crashed child's process group (granian workers, the runner's flow subprocesses) are killed with
-SIGKILL, not asked to stop: their work is lost either way. Before a runner starts, flow runs a dead runner left
-`Running` are marked Crashed and housekeeping is queued, so their jobs end `failed` with the reason instead of
-staying `processing` (flows.prefect_api.settle_orphaned_runs). A child that crashes more than RESTART_LIMIT times
+SIGKILL, not asked to stop: their work is lost either way. A runner started by `serve` first marks Crashed the flow
+runs a dead runner left `Running` and queues housekeeping, so their jobs end `failed` with the reason instead of
+staying `processing` (flows/runner.py). A child that crashes more than RESTART_LIMIT times
 within RESTART_WINDOW_S is not restarted again: the supervisor stops everything and exits non-zero.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import time
@@ -24,13 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from api.cli.processes import Child, Supervisor, say
-from flows.prefect_api import HOUSEKEEPING, settle_orphaned_runs
 
 RESTART_LIMIT, RESTART_WINDOW_S = 3, 300.0
 # A crash of the key also restarts these (see the module docstring); names are Child.name.
 RESTARTS_WITH = {"Prefect server": ("flow runner",)}
-ORPHAN_REASON = ("the flow runner stopped while this run was executing (it crashed or was killed); "
-                 "start the job again")
 
 
 def kill_group(child: Child) -> None:
@@ -76,16 +72,3 @@ class ChildRestarts:
         self.sup.children.sort(key=lambda c: order.index(c.name) if c.name in order else len(order))
         say("all running again")
         return True
-
-
-def settle_orphans(sup: Supervisor) -> None:
-    """Before the embedded runner starts: no runner is alive, so a flow run still Running/Pending is an orphan."""
-    os.environ.setdefault("PREFECT_HOME", sup.env.get("PREFECT_HOME", ""))  # never touch ~/.prefect from here
-    try:
-        crashed = asyncio.run(settle_orphaned_runs(sup.env["PREFECT_API_URL"], ORPHAN_REASON, HOUSEKEEPING,
-                                                   auth_string=sup.env.get("PREFECT_API_AUTH_STRING")))
-    except Exception as exc:  # never a reason not to start; housekeeping reconciles later
-        say(f"could not check for flow runs left behind by a stopped runner: {type(exc).__name__}: {exc}")
-        return
-    if crashed:
-        say(f"{len(crashed)} flow run(s) left running by a stopped runner marked crashed; housekeeping queued")

@@ -15,16 +15,17 @@ import secrets
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from api.cli import orphans
 from api.cli.http_options import connection_args
 from api.cli.processes import Supervisor, free_port, say
-from api.cli.restarts import ChildRestarts, settle_orphans
+from api.cli.restarts import ChildRestarts
 from api.parent_watch import SUPERVISOR_PID_ENV
 from api.restart_rule import apply_restart_rule
 from api.settings import Settings, get_settings
-from flows.prefect_api import HOUSEKEEPING
+from flows.prefect_api import HOUSEKEEPING, SETTLE_ORPHANS_ENV
 from storage import owner
 from storage.store import LocalStore
 
@@ -52,11 +53,14 @@ def prefect_env(port: int, login: str) -> dict[str, str]:
             "PREFECT_SERVER_API_AUTH_STRING": login, "PREFECT_API_AUTH_STRING": login}
 
 
-def start_prefect(sup: Supervisor, logs: Path) -> None:
+Waiter = Callable[[], None]  # blocks until a launched child is ready (or raises SystemExit)
+
+
+def launch_prefect(sup: Supervisor, logs: Path) -> Waiter:
     settings = sup.settings
     if settings.prefect_api_url:
         say(f"using the Prefect server at {settings.prefect_api_url}")
-        return
+        return lambda: None
     sup.env["PREFECT_HOME"] = str(settings.prefect_home)
     sup.env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     port = settings.prefect_port
@@ -65,10 +69,18 @@ def start_prefect(sup: Supervisor, logs: Path) -> None:
     # `prefect server start`'s app, old-UI deep links sent to the new UI's login-aware pages (flows/prefect_server.py)
     child = sup.spawn("Prefect server", [sys.executable, "-m", "flows.prefect_server", "--host", "127.0.0.1",
                                          "--port", str(port)], logs / "prefect-server.log")
+    # For the children launched beside it and after it: the flow runner waits until the server answers.
+    sup.env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
     say(f"starting a local Prefect server (SQLite under {settings.prefect_home}); log: {logs / 'prefect-server.log'}")
-    sup.wait_healthy(child, f"http://127.0.0.1:{port}/api/health", timeout=120)
-    sup.env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"  # for the children started after it
-    say(f"Prefect UI: http://127.0.0.1:{port} (login: the contents of {settings.run_dir / 'prefect-login'})")
+
+    def ready() -> None:
+        sup.wait_healthy(child, f"http://127.0.0.1:{port}/api/health", timeout=120)
+        say(f"Prefect UI: http://127.0.0.1:{port} (login: the contents of {settings.run_dir / 'prefect-login'})")
+    return ready
+
+
+def start_prefect(sup: Supervisor, logs: Path) -> None:
+    launch_prefect(sup, logs)()
 
 
 def store_owner_argv(host: str, port: int, settings: Settings | None = None) -> list[str]:
@@ -77,19 +89,26 @@ def store_owner_argv(host: str, port: int, settings: Settings | None = None) -> 
             "api.owner_app:create_owner_app"]
 
 
-def start_store(sup: Supervisor, logs: Path) -> None:
+def launch_store(sup: Supervisor, logs: Path) -> Waiter:
     """The store owner, on a free loopback port (embedded: nobody outside this machine needs to reach it)."""
     port = free_port()
     sup.env["SWITCHBOARD_STORE_HOST"], sup.env["SWITCHBOARD_STORE_PORT"] = "127.0.0.1", str(port)
     child = sup.spawn("store owner", store_owner_argv("127.0.0.1", port, sup.settings), logs / "store-owner.log")
-    sup.wait_healthy(child, f"http://127.0.0.1:{port}/internal/health", timeout=60)
-    deadline = time.monotonic() + 10
-    while owner.live_owner(sup.settings.run_dir) is None:  # published right after it starts serving
-        if time.monotonic() > deadline or not child.alive():
-            raise SystemExit(f"the store owner did not publish {owner.owner_file(sup.settings.run_dir)}; "
-                             f"see {logs / 'store-owner.log'}")
-        time.sleep(0.1)
-    say(f"store owner serving {sup.settings.db_path}; log: {logs / 'store-owner.log'}")
+
+    def ready() -> None:
+        sup.wait_healthy(child, f"http://127.0.0.1:{port}/internal/health", timeout=60)
+        deadline = time.monotonic() + 10
+        while owner.live_owner(sup.settings.run_dir) is None:  # published right after it starts serving
+            if time.monotonic() > deadline or not child.alive():
+                raise SystemExit(f"the store owner did not publish {owner.owner_file(sup.settings.run_dir)}; "
+                                 f"see {logs / 'store-owner.log'}")
+            time.sleep(0.1)
+        say(f"store owner serving {sup.settings.db_path}; log: {logs / 'store-owner.log'}")
+    return ready
+
+
+def start_store(sup: Supervisor, logs: Path) -> None:
+    launch_store(sup, logs)()
 
 
 def api_argv(host: str, port: int, workers: int, settings: Settings | None = None) -> list[str]:
@@ -107,20 +126,30 @@ def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
     say(f"API: {url}  (OpenAPI: /schema, /schema/openapi.json)")
 
 
-def start_runner(sup: Supervisor, logs: Path) -> None:
-    if not sup.settings.prefect_api_url:  # our Prefect server, and its one runner is not running now
-        settle_orphans(sup)
+def launch_runner(sup: Supervisor, logs: Path) -> Waiter:
+    """The flow runner, launched beside the Prefect server it waits for (its imports take seconds). With our own
+    Prefect server, whose one runner is not running now, it first settles the flow runs a dead runner left
+    behind (flows/runner.py)."""
     # The runner polls Prefect for scheduled runs: a new run waits half a poll on average. Prefect's default (10 s)
     # would eat a sixth of the 60 s budget from a router-training upload to a live router; 1 s costs one small
     # local HTTP call a second (docs/benchmarks.md, "Issue 20, item 4").
     sup.env.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "1")
-    child = sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log")
-    # Ready once its deployments are registered: the API starts after, so its first job always finds them.
-    login = sup.env.get("PREFECT_API_AUTH_STRING")
-    auth = tuple(login.split(":", 1)) if login and ":" in login else None
-    sup.wait_healthy(child, f"{sup.env['PREFECT_API_URL']}/deployments/name/{HOUSEKEEPING}", timeout=120,
-                     auth=auth)
-    say(f"flow runner serving the project's flows; log: {logs / 'flow-runner.log'}")
+    settle = {} if sup.settings.prefect_api_url else {SETTLE_ORPHANS_ENV: "1"}
+    child = sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log",
+                      extra_env=settle)
+
+    def ready() -> None:
+        # Ready once its deployments are registered: the API starts after, so its first job always finds them.
+        login = sup.env.get("PREFECT_API_AUTH_STRING")
+        auth = tuple(login.split(":", 1)) if login and ":" in login else None
+        sup.wait_healthy(child, f"{sup.env['PREFECT_API_URL']}/deployments/name/{HOUSEKEEPING}", timeout=120,
+                         auth=auth)
+        say(f"flow runner serving the project's flows; log: {logs / 'flow-runner.log'}")
+    return ready
+
+
+def start_runner(sup: Supervisor, logs: Path) -> None:
+    launch_runner(sup, logs)()
 
 
 def serve(settings: Settings, host: str, port: int) -> int:
@@ -151,10 +180,12 @@ def serve(settings: Settings, host: str, port: int) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     code = 0
     try:
-        # The API comes last: when it answers, the store and the flows' deployments are there to take jobs.
-        start_prefect(sup, logs)
-        start_store(sup, logs)
-        start_runner(sup, logs)
+        # Prefect, the store owner and the runner start side by side (the runner waits for Prefect by itself); the
+        # API comes last: when it answers, the store and the flows' deployments are there to take jobs.
+        prefect_ready, store_ready, runner_ready = launch_prefect(sup, logs), launch_store(sup, logs), \
+            launch_runner(sup, logs)
+        for ready in (store_ready, prefect_ready, runner_ready):  # the quickest first: each "ready in" is true
+            ready()
         start_api(sup, host, port)
         say("all running; press Ctrl-C to stop")
         restarts = ChildRestarts(sup, {"Prefect server": lambda: start_prefect(sup, logs),

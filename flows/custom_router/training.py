@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import xgboost as xgb
-from scipy.optimize import minimize
 
 from api.custom_router.model import knn_scores, logit, sigmoid
 
@@ -90,6 +88,9 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, c: float, intercept_penalty: bool
     if start is None:
         start = np.zeros((d, m))
         start[-1] = logit(np.clip(y.mean(axis=0), 0.01, 0.99))
+    # lazy: scipy loads only in the flow run that trains, not in the flow runner that imports the flows
+    from scipy.optimize import minimize
+
     # ftol 1e-7: the ranking stops changing long before L-BFGS's default tolerance (measured: same APGR, ~half
     # the iterations).
     res = minimize(loss, start.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": 200, "ftol": 1e-7})
@@ -127,6 +128,8 @@ def knn_oof(emb: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig,
 def xgb_oof(x: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: TrainConfig, out_dir: Path,
             log=print) -> np.ndarray:
     """One XGBoost booster per (model, fold), saved as XGBoost JSON; out-of-fold predictions."""
+    # lazy: xgboost (and its native library) loads only in the flow run that trains, not in the flow runner
+    import xgboost as xgb
 
     params = {"objective": "reg:logistic", "max_depth": cfg.xgb_depth, "eta": cfg.xgb_eta, "subsample": 0.8,
               "colsample_bytree": cfg.xgb_colsample, "min_child_weight": 10, "max_bin": 32,

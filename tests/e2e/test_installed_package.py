@@ -1,6 +1,6 @@
 """A non-editable install serves: the wheel built from the repository's files, installed into a fresh virtual
-environment (offline, from the uv cache `make install` filled), answers modelSelect from outside the checkout,
-with the default router, capability prior and catalogue it carries as package data (setup.py)."""
+environment from requirements-serve.lock alone (no test extras; offline, from the uv cache `make install` filled),
+answers modelSelect from outside the checkout, with the default router, capability prior and catalogue it carries as package data (setup.py)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_a_wheel_installed_elsewhere_serves_model_select(tmp_path: Path) -> None
     venv = tmp_path / "venv"
     run(UV, "venv", "--quiet", "--python", sys.executable, venv)
     python = venv / "bin" / "python"
-    run(UV, "pip", "sync", "--quiet", "--offline", "--python", python, REPO / "requirements.lock")
+    run(UV, "pip", "sync", "--quiet", "--offline", "--python", python, REPO / "requirements-serve.lock")
     run(UV, "pip", "install", "--quiet", "--offline", "--no-deps", "--python", python, wheel)
 
     elsewhere = tmp_path / "elsewhere"
