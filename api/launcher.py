@@ -29,7 +29,7 @@ def why_not_queued(exc: BaseException, deployment: str) -> str:
         return f"the deployment {deployment!r} is not registered yet (the flow runner is starting or restarting)"
     if isinstance(exc, (ConnectionError, OSError)) or "Connect" in name or "Timeout" in name:
         log.warning("the Prefect server is not reachable: %s: %s", name, exc)
-        return f"the Prefect server is not reachable ({name}); retry in a few seconds"
+        return f"the Prefect server is not reachable ({name})"
     return public_reason(exc, f"creating a flow run of {deployment!r}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 
 from threadpoolctl import threadpool_limits
@@ -80,3 +81,17 @@ def tune_garbage_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+    global _unfreeze_registered
+    if not _unfreeze_registered:
+        # Frozen objects are never collected, not even at exit, where DuckDB's bindings (nanobind) then report
+        # each of its still-live objects as leaked: hand them back to the collector for the last collection.
+        atexit.register(_unfreeze_at_exit)
+        _unfreeze_registered = True
+
+
+_unfreeze_registered = False
+
+
+def _unfreeze_at_exit() -> None:
+    gc.unfreeze()
+    gc.collect()

@@ -144,7 +144,9 @@ def test_parsing_past_the_time_limit_is_408(client, auth, upload, launcher):
 def test_prefect_unreachable_fails_the_job_and_says_so(client, auth, upload, launcher):
     launcher.fail_with = ConnectionError("connection refused")
     body = error(upload(auth()), 503, "FLOW_UNAVAILABLE")
-    assert "connection refused" in body["message"]
+    # What kind of failure and what to do; the exception's own text (internal addresses) stays in the log.
+    assert "Prefect server is not reachable (ConnectionError)" in body["message"]
+    assert "try again" in body["message"] and "connection refused" not in body["message"]
     [pref] = client.app.state.services.store.preferences.for_user("alice")
     assert client.app.state.services.store.routers.state(pref.preference_id).job.status == "failed"
 

@@ -276,8 +276,10 @@ def test_without_prefect_job_endpoints_answer_503_and_model_select_works(tmp_pat
     key = store.accounts.issue_key("ops", tier="enterprise", prompt_optimization=True).key
     store.close()
     port = free_port()
+    # The providers get a base URL that is never called (the runs are refused before any flow), so the
+    # optimization requests pass the credentials check (api/prompt_optimization/credentials.py) and reach Prefect.
     env = dict(os.environ, SWITCHBOARD_DATA_DIR=str(data), PREFECT_API_URL=f"http://127.0.0.1:{free_port()}/api",
-               LITELLM_LOCAL_MODEL_COST_MAP="True")
+               LITELLM_LOCAL_MODEL_COST_MAP="True", SWITCHBOARD_LLM_API_BASE="http://127.0.0.1:9/v1")
     api = subprocess.Popen(api_argv("127.0.0.1", port, 1), env=env, start_new_session=True)
     base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
     try:
