@@ -61,7 +61,7 @@ def public_reason(exc: BaseException, activity: str, logger: Any = None) -> str:
         return exc.message
     written_for_caller = getattr(exc, "public_message", None)
     if isinstance(written_for_caller, str):
-        return written_for_caller
+        return f"{type(exc).__name__}: {written_for_caller}"
     name = getattr(exc, "provider_error_type", None) or type(exc).__name__
     (logger or log).error("%s failed: %s", activity, name, exc_info=exc)
     status = getattr(exc, "status_code", None)
