@@ -19,6 +19,7 @@ import httpx
 
 from api.launcher import OPTIMIZE_PROMPT, TRAIN_CUSTOM_ROUTER
 from api.offload import off_loop
+from api.settings import basic_auth
 from storage.interfaces import Store
 
 TRIGGERED_DEPLOYMENTS = (TRAIN_CUSTOM_ROUTER, OPTIMIZE_PROMPT)
@@ -66,10 +67,10 @@ class Readiness:
     async def _prefect(self) -> dict[str, str]:
         if not self.prefect_api_url:
             return {"prefect": "no Prefect server configured (PREFECT_API_URL): flows cannot be queued"}
-        auth = tuple(self.prefect_auth.split(":", 1)) if self.prefect_auth and ":" in self.prefect_auth else None
+        auth = basic_auth(self.prefect_auth)
         base = self.prefect_api_url.rstrip("/")
         try:
-            async with httpx.AsyncClient(timeout=self.timeout_s, auth=auth) as client:  # type: ignore[arg-type]
+            async with httpx.AsyncClient(timeout=self.timeout_s, auth=auth) as client:
                 if (await client.get(f"{base}/health")).status_code != 200:
                     return {"prefect": "the Prefect server is not healthy"}
                 missing = [name for name in TRIGGERED_DEPLOYMENTS

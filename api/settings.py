@@ -202,6 +202,14 @@ def _optimize_settings() -> OptimizeSettings:
     )
 
 
+def basic_auth(auth_string: str | None) -> tuple[str, str] | None:
+    """PREFECT_API_AUTH_STRING ("user:password") as httpx's basic-auth pair; None without one."""
+    if not auth_string or ":" not in auth_string:
+        return None
+    user, password = auth_string.split(":", 1)
+    return user, password
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     data_dir = configured_data_dir()

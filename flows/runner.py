@@ -25,10 +25,11 @@ PREFECT_WAIT_S = 180.0
 
 
 def wait_for_prefect(api_url: str, auth_string: str | None, timeout: float = PREFECT_WAIT_S) -> None:
-    # lazy: a flow run's interpreter imports this module again (see above); only the runner itself needs httpx
-    import httpx
+    # lazy: a flow run's interpreter imports this module again (see above); only the runner itself needs these
+    import httpx  # noqa: I001
+    from api.settings import basic_auth
 
-    auth = tuple(auth_string.split(":", 1)) if auth_string and ":" in auth_string else None
+    auth = basic_auth(auth_string)
     deadline = time.monotonic() + timeout
     while True:
         try:

@@ -24,7 +24,7 @@ from api.cli.processes import Supervisor, free_port, say
 from api.cli.restarts import ChildRestarts
 from api.parent_watch import SUPERVISOR_PID_ENV
 from api.restart_rule import apply_restart_rule
-from api.settings import Settings, get_settings
+from api.settings import Settings, basic_auth, get_settings
 from flows.prefect_api import HOUSEKEEPING, SETTLE_ORPHANS_ENV
 from storage import owner
 from storage.store import LocalStore
@@ -140,10 +140,8 @@ def launch_runner(sup: Supervisor, logs: Path) -> Waiter:
 
     def ready() -> None:
         # Ready once its deployments are registered: the API starts after, so its first job always finds them.
-        login = sup.env.get("PREFECT_API_AUTH_STRING")
-        auth = tuple(login.split(":", 1)) if login and ":" in login else None
         sup.wait_healthy(child, f"{sup.env['PREFECT_API_URL']}/deployments/name/{HOUSEKEEPING}", timeout=120,
-                         auth=auth)
+                         auth=basic_auth(sup.env.get("PREFECT_API_AUTH_STRING")))
         say(f"flow runner serving the project's flows; log: {logs / 'flow-runner.log'}")
     return ready
 
