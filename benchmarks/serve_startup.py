@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.service import free_port
+from tests.support.service import free_port, read_until_running
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,18 +80,11 @@ def start_once(source: Path, data_dir: Path, idle_s: float, timeout: float = 300
     started = time.monotonic()
     process = subprocess.Popen([sys.executable, "-m", "api.cli.main", "serve", "--port", str(free_port())],
                                cwd=source, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
     try:
-        assert process.stdout is not None
-        while True:
-            line = process.stdout.readline()
-            if not line:
-                raise SystemExit("serve exited before it was running:\n" + "".join(lines))
-            lines.append(line)
-            if "all running" in line:
-                break
-            if time.monotonic() - started > timeout:
-                raise SystemExit(f"serve was not running after {timeout:.0f} s:\n" + "".join(lines))
+        try:
+            lines = read_until_running(process, timeout)
+        except AssertionError as exc:
+            raise SystemExit(str(exc)) from None
         result = Start(time.monotonic() - started,
                        {m.group(1): float(m.group(2)) for m in map(READY.search, lines) if m})
         time.sleep(idle_s)  # what an idle service holds, after start-up's transient work

@@ -130,6 +130,22 @@ class Service:
         return self.process.returncode
 
 
+def read_until_running(process: subprocess.Popen, timeout: float) -> list[str]:
+    """`serve`'s output lines up to the one that says "all running"; AssertionError if it exits or times out first
+    (a line is read before the clock is checked: serve prints as it goes)."""
+    output: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError("switchboard serve exited before it was running:\n" + "".join(output))
+        output.append(line)
+        if "all running" in line:
+            return output
+    raise AssertionError(f"switchboard serve was not running after {timeout:.0f} s:\n" + "".join(output))
+
+
 def start_service(data_dir: Path, api_port: int, prefect_port: int, timeout: float = 150) -> Service:
     """`switchboard serve` on this data dir and these ports, returned once it says everything runs."""
     env = dict(os.environ)
@@ -138,19 +154,11 @@ def start_service(data_dir: Path, api_port: int, prefect_port: int, timeout: flo
                LITELLM_LOCAL_MODEL_COST_MAP="True")  # the runner's poll: serve's own default
     process = subprocess.Popen([str(BIN / "switchboard"), "serve", "--port", str(api_port)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output: list[str] = []
-    deadline = time.monotonic() + timeout
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            raise AssertionError("switchboard serve exited early:\n" + "".join(output))
-        output.append(line)
-        if "all running" in line:
-            break
-    else:
+    try:
+        output = read_until_running(process, timeout)
+    except AssertionError:
         process.kill()
-        raise AssertionError("switchboard serve did not start:\n" + "".join(output))
+        raise
     # Keep draining output so the child never blocks on a full pipe.
     threading.Thread(target=lambda: output.extend(iter(process.stdout.readline, "")), daemon=True).start()
     keys = [line.strip() for line in output if re.fullmatch(r"sb-[A-Za-z0-9_-]{20,}", line.strip())]
