@@ -2,38 +2,50 @@
 
 Source: datasets/model_benchmarks.csv, one cited source per figure (data card in datasets/default_router/README.md).
 Figures map onto three skill axes, each on the capability scale c = (accuracy % - 80) / 10 that the router uses:
-- knowledge: MMLU;
-- maths: GSM8K, else MGSM (grade-school maths in eight languages, the same kind of problem);
-- code: HumanEval.
+- knowledge: MMLU; else MMLU-Redux, else MMLU-Pro;
+- maths: GSM8K, else MGSM (grade-school maths in eight languages); else GSM8K-0shot (ZeroEval's zero-shot run),
+  else MATH-L5;
+- code: HumanEval; else CRUX (CRUXEval output prediction).
+The axis' own benchmarks (first) are on the scale directly; each later one (a proxy) maps onto the axis by a
+least-squares line fitted, when the figures load, on the models that have both it and the axis from the benchmarks
+before it, so a proxy speaks only where the axis' own benchmark is missing.
 
-Lookup order for a candidate, per axis:
+Lookup of a candidate, per axis, the first that answers:
 1. the exact (provider, model) rows;
-2. the same model id with a date/version suffix removed or added (gpt-4o-2024-08-06 <-> gpt-4o) under any provider,
-   and the bare id behind an aggregator-style 'org/model' name (so togetherai's copy of a model finds its figures);
-3. knowledge without any figure: a least-squares line of capability on log output price and log context length,
-   fitted on the scored models the catalogue prices (stored in the router's artefact). Price is the market's own
-   estimate of capability; it is a weak one, which is why it comes last;
-4. maths or code without a figure: a line from the model's knowledge, fitted on the models that have both (also
-   stored in the artefact), so a model known only by its MMLU still gets a full skill profile.
+2. the same name spelt otherwise, then another snapshot, then the base/chat sibling (api/routing/model_names.py
+   levels), under any provider; several rows at one level are averaged;
+3. maths or code with nothing found: a line from the model's knowledge, fitted on the models that have both
+   (stored in the router's artefact), so a model known only by its MMLU still gets a full skill profile;
+4. nothing at all: the uncertain prior, the UNCERTAIN_QUANTILE quantile of the known models' capability on that
+   axis. Neither price nor size enters: an unknown model is assumed weaker than most known ones, so at
+   cost_quality_tradeoff 0 a model with good published figures is preferred, until feedback or the caller's
+   custom router says otherwise.
+The source of a profile ('prior': exact or respelt; 'family': another snapshot or sibling; 'uncertain': nothing) is
+what explain() reports.
 """
 
 from __future__ import annotations
 
 import csv
-import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from api.routing import model_names
 
 MMLU_CENTRE = 80.0
 MMLU_SCALE = 10.0
 AXES = ("knowledge", "maths", "code")
 # Which benchmarks give each axis, in order of preference.
 AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
-
-_DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8}|\d{4}|latest|preview|v\d+(?:\.\d+)*)$")
+# Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
+PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro"), "maths": ("GSM8K-0shot", "MATH-L5"),
+                    "code": ("CRUX",)}
+MIN_LINE_POINTS = 4
+# The uncertain prior of an axis: this quantile of the known models' capabilities. Pessimistic on purpose: a model
+# nobody measured should not displace one with good published figures at the quality end of the dial.
+UNCERTAIN_QUANTILE = 0.25
 
 
 def to_capability(score: float) -> float:
@@ -47,31 +59,17 @@ def _norm(s: str) -> str:
     return s.strip().lower()
 
 
-def base_id(model: str) -> str:
-    """Model id without provider prefix and trailing date/version tags: 'openai/gpt-4o-2024-08-06' -> 'gpt-4o'."""
-    m = _norm(model).rsplit("/", 1)[-1]
-    while True:
-        stripped = _DATE_SUFFIX.sub("", m)
-        if stripped == m:
-            return m
-        m = stripped
-
-
 @dataclass(frozen=True)
 class FallbackLine:
-    """capability = intercept + per_log_output_price * ln(output $/M) + per_log_context * ln(context tokens)."""
+    """capability = intercept + per_log_output_price * ln(output $/M) + per_log_context * ln(context tokens): the
+    price line earlier routers gave models without figures, still recorded by training (flows/default_router/
+    figures.py) for comparison; no lookup uses it."""
 
     intercept: float
     per_log_output_price: float
     per_log_context: float
     lower: float  # clamp to the range seen when fitting: a line extrapolates badly
     upper: float
-
-    def predict(self, output_price: float, context_length: int | None) -> float:
-        lp = math.log(max(output_price, 0.01))
-        lc = math.log(max(context_length or 8192, 1024))
-        value = self.intercept + self.per_log_output_price * lp + self.per_log_context * lc
-        return min(self.upper, max(self.lower, value))
 
     def as_dict(self) -> dict[str, float]:
         return dict(intercept=self.intercept, per_log_output_price=self.per_log_output_price,
@@ -110,49 +108,109 @@ def axis_scores(rows: list[FigureRow]) -> dict[tuple[str, str], dict[str, float]
 
 
 class CapabilityPrior:
-    """Knowledge capability (the IRT's c_m) and the full skill profile of any candidate."""
+    """Knowledge capability (the IRT's c_m) and the full skill profile of any candidate.
 
-    def __init__(self, rows: list[FigureRow], fallback: FallbackLine,
+    `fallback` is the price line earlier routers used for models without figures; training still records it in
+    the artefact, nothing here consults it: price and size are no evidence of skill."""
+
+    def __init__(self, rows: list[FigureRow], fallback: FallbackLine | None = None,
                  imputation: dict[str, tuple[float, float]] | None = None):
         self.fallback = fallback
         self.imputation = imputation or {}  # axis -> (intercept, slope) on knowledge
-        self._exact = axis_scores(rows)
-        by_base: dict[str, dict[str, list[float]]] = {}
-        for (_, model), axes in self._exact.items():
-            for axis, value in axes.items():
-                by_base.setdefault(base_id(model), {}).setdefault(axis, []).append(value)
-        # Several snapshots share a base id (gpt-4o-*): their mean is the best guess for an unknown snapshot.
-        self._by_base = {k: {a: sum(v) / len(v) for a, v in axes.items()} for k, axes in by_base.items()}
-        self._cache: dict[tuple[str, str, float, int | None], tuple[np.ndarray, str]] = {}
+        self._exact = _figures_by(rows, lambda r: (r.provider, r.model))
+        self._levels = [_figures_by(rows, lambda r, level=level: model_names.key(r.model, level))
+                        for level in model_names.LEVELS]
+        self.lines = fit_proxy_lines(_figures_by(rows, lambda r: model_names.key(r.model, model_names.SPELLING)))
+        known = [self._axes_of(figures) for figures in self._levels[0].values()]
+        self.uncertain = np.array([
+            float(np.quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE)) if any(a in k for k in known)
+            else to_capability(MMLU_CENTRE) for a in AXES])
+        self._cache: dict[tuple[str, str], tuple[np.ndarray, str, tuple[str, ...]]] = {}
 
-    def lookup(self, provider: str, model: str, output_price: float, context_length: int | None) -> tuple[float, str]:
-        """(knowledge capability, how it was found: 'prior' | 'family' | 'fallback')."""
-        skills, how = self.skills(provider, model, output_price, context_length)
+    def _axes_of(self, figures: dict[str, float]) -> dict[str, float]:
+        return axes_from(figures, self.lines)
+
+    def lookup(self, provider: str, model: str, output_price: float | None = None,
+               context_length: int | None = None) -> tuple[float, str]:
+        """(knowledge capability, where it came from: 'prior' | 'family' | 'uncertain')."""
+        skills, how, _ = self.profile(provider, model)
         return float(skills[0]), how
 
-    def skills(self, provider: str, model: str, output_price: float,
-               context_length: int | None) -> tuple[np.ndarray, str]:
-        """(capability per axis of AXES, how knowledge was found)."""
-        key = (_norm(provider), _norm(model), float(output_price), context_length)
-        hit = self._cache.get(key)
+    def skills(self, provider: str, model: str, output_price: float | None = None,
+               context_length: int | None = None) -> tuple[np.ndarray, str]:
+        """(capability per axis of AXES, where knowledge came from). Price and context are accepted for callers
+        that pass a candidate's fields and ignored."""
+        skills, how, _ = self.profile(provider, model)
+        return skills, how
+
+    def profile(self, provider: str, model: str) -> tuple[np.ndarray, str, tuple[str, ...]]:
+        """(capability per axis, source of knowledge, source per axis) with sources 'prior' | 'family' |
+        'imputed' (maths/code from knowledge) | 'uncertain'."""
+        cache_key = (_norm(provider), _norm(model))
+        hit = self._cache.get(cache_key)
         if hit is not None:
             return hit
-        exact = self._exact.get((key[0], key[1]), {})
-        family = self._by_base.get(base_id(model), {})
-        if "knowledge" in exact:
-            knowledge, how = exact["knowledge"], "prior"
-        elif "knowledge" in family:
-            knowledge, how = family["knowledge"], "family"
-        else:
-            knowledge, how = self.fallback.predict(output_price, context_length), "fallback"
-        values = [knowledge]
-        for axis in AXES[1:]:
-            found = exact.get(axis, family.get(axis))
-            if found is None:
+        candidates = [("prior", self._exact.get(cache_key, {}))]
+        for level, index in zip(model_names.LEVELS, self._levels):
+            name_key = model_names.key(model, level)
+            if name_key:
+                candidates.append(("prior" if level == model_names.SPELLING else "family", index.get(name_key, {})))
+        values, sources = [], []
+        for axis in AXES:
+            found = next(((axes[axis], how) for how, figures in candidates
+                          if axis in (axes := self._axes_of(figures))), None)
+            if found is None and axis != AXES[0] and sources[0] != "uncertain":
                 intercept, slope = self.imputation.get(axis, (0.0, 1.0))
-                found = intercept + slope * knowledge
-            values.append(found)
-        result = (np.array(values), how)
+                found = (intercept + slope * values[0], "imputed")
+            if found is None:
+                found = (float(self.uncertain[AXES.index(axis)]), "uncertain")
+            values.append(found[0])
+            sources.append(found[1])
+        result = (np.array(values), sources[0], tuple(sources))
         if len(self._cache) < 100_000:  # custom models are caller-defined: keep memory bounded
-            self._cache[key] = result
+            self._cache[cache_key] = result
         return result
+
+
+def _figures_by(rows: list[FigureRow], key_of) -> dict:
+    """key -> {benchmark: mean score} over the rows sharing the key (several snapshots or spellings of a model:
+    their mean is the best guess)."""
+    grouped: dict = {}
+    for r in rows:
+        k = key_of(r)
+        if k:
+            grouped.setdefault(k, {}).setdefault(r.benchmark, []).append(r.score)
+    return {k: {b: sum(v) / len(v) for b, v in figures.items()} for k, figures in grouped.items()}
+
+
+def axes_from(figures: dict[str, float], lines: dict[str, tuple[float, float, float, float]]) -> dict[str, float]:
+    """{axis: capability} from one model's figures: the axis' own benchmark, else the first proxy with a line."""
+    out = {}
+    for axis, benchmarks in AXIS_BENCHMARKS.items():
+        own = next((figures[b] for b in benchmarks if b in figures), None)
+        if own is not None:
+            out[axis] = to_capability(own)
+            continue
+        for proxy in PROXY_BENCHMARKS[axis]:
+            if proxy in figures and proxy in lines:
+                intercept, slope, lower, upper = lines[proxy]
+                out[axis] = min(upper, max(lower, intercept + slope * figures[proxy]))
+                break
+    return out
+
+
+def fit_proxy_lines(by_model: dict) -> dict[str, tuple[float, float, float, float]]:
+    """proxy benchmark -> (intercept, slope, lower, upper): capability on its axis ~ proxy score, least squares over
+    the models that have the proxy and the axis from the benchmarks before it (own, then earlier proxies), clamped
+    to the capabilities seen in that fit (a line extrapolates badly). A proxy with fewer than MIN_LINE_POINTS such
+    models gets no line and is not used."""
+    lines: dict[str, tuple[float, float, float, float]] = {}
+    for axis, proxies in PROXY_BENCHMARKS.items():
+        for proxy in proxies:
+            pairs = [(figures[proxy], axes[axis]) for figures in by_model.values()
+                     if proxy in figures and axis in (axes := axes_from(figures, lines))]
+            if len(pairs) >= MIN_LINE_POINTS:
+                x, y = np.array(pairs).T
+                slope, intercept = np.polyfit(x, y, 1)
+                lines[proxy] = (float(intercept), float(slope), float(y.min()), float(y.max()))
+    return lines

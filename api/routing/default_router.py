@@ -7,7 +7,8 @@
    skills on those axes, learned from many models' per-query outcomes (RouteLLM and RouterDC), so specialists win
    the queries of their speciality.
 The prediction is (1 - blend) * first + blend * second, the blend chosen at training by validation on the training
-split (flows/default_router/train.py). Any model with figures, a family match or a price gets a score. Inference
+split (flows/default_router/train.py). Any model gets a score: from its figures, a family match, or the uncertain
+prior (api/routing/capability.py). Inference
 is a handful of dot products per query: numpy only.
 
 Artefact (datasets/default_router/, written by flows/default_router/train.py):
@@ -156,11 +157,14 @@ class DefaultRouter:
         return (1.0 - self.blend) * irt + self.blend * self.skills.predict(vectors, skills, offsets)
 
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
-        """Where each candidate's capability came from (prior row, family match or price fallback)."""
+        """Where each candidate's capability came from: 'prior' (its own figures), 'family' (another snapshot or
+        sibling) or 'uncertain' (no figures: the pessimistic prior); per axis also 'imputed' (from knowledge)."""
         out = []
         for c in candidates:
-            value, how = self.prior.lookup(c.provider, c.model, c.output_price, c.context_length)
-            out.append({"model": c.key, "capability": value, "source": how})
+            skills, how, per_axis = self.prior.profile(c.provider, c.model)
+            out.append({"model": c.key, "capability": float(skills[0]), "source": how,
+                        "skills": {axis: {"capability": float(v), "source": src}
+                                   for axis, v, src in zip(AXES, skills, per_axis)}})
         return out
 
 

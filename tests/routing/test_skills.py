@@ -1,6 +1,6 @@
-"""Per-domain skills: where a model's skill vector comes from (figures, family, imputation, price), that the skill
-model learns which queries need which skill, that the shipped router sends specialists their queries, and that the
-training split and leave-one-benchmark-out hold."""
+"""Per-domain skills: where a model's skill vector comes from (figures, family, imputation, the uncertain prior), that
+the skill model learns which queries need which skill, that the shipped router sends specialists their queries, and
+that the training split and leave-one-benchmark-out hold."""
 
 from __future__ import annotations
 
@@ -47,11 +47,11 @@ def test_a_skill_profile_comes_from_figures_then_family_then_lines(prior):
     imputed, how = prior.skills("acme", "knowledge-only", 1.0, None)
     k = to_capability(70)
     assert how == "prior" and imputed == pytest.approx([k, 0.5 + k, -1.0 + k])
-    # nobody scored it: knowledge from the price line (clamped), the rest imputed from that
+    # nobody scored it: the uncertain prior on every axis, whatever the price (api/routing/capability.py)
     unknown, how = prior.skills("elsewhere", "brand-new", float(np.e ** 2), 8192)
-    assert how == "fallback" and unknown[0] == pytest.approx(-1.0) and unknown[1] == pytest.approx(-0.5)
+    assert how == "uncertain" and unknown == pytest.approx(prior.uncertain)
     dear, _ = prior.skills("elsewhere", "brand-new-pro", 1e9, 8192)
-    assert dear[0] == pytest.approx(1.0)  # the line never leaves the range of scored models
+    assert dear == pytest.approx(unknown)
 
 
 def test_imputation_lines_are_fitted_on_models_with_both_figures():

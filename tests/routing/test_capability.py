@@ -1,0 +1,126 @@
+"""What the default router believes about a model: figures found by each spelling rule, proxy benchmarks mapped by
+fitted lines only where the axis' own figure is missing, and an uncertain prior that rewards neither price nor size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from api.routing import model_names, policy
+from api.routing.capability import AXES, CapabilityPrior, FigureRow, fit_proxy_lines, to_capability
+from api.routing.default_router import load_default_router
+from api.routing.router import Candidate
+
+URL = "https://example.org/figures"
+
+
+def rows(*figures: tuple[str, str, str, float]) -> list[FigureRow]:
+    return [FigureRow(p, m.lower(), b, s, URL) for p, m, b, s in figures]
+
+
+@pytest.mark.parametrize(("spelt", "stored", "level"), [
+    ("Llama-3.1-70B-Instruct", "llama3.1-70b-instruct", model_names.SPELLING),  # case, dots vs none
+    ("Meta-Llama-3_1-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct", model_names.SPELLING),  # vendor, _ vs .
+    ("Llama-3.1-405B-Inst@sambanova", "llama-3.1-405b-instruct", model_names.SPELLING),  # host, 'inst'
+    ("Llama-2-7b-hf", "llama-2-7b", model_names.SPELLING),  # the same weights in HF format
+    ("c4ai-command-r-v01", "command-r", model_names.SNAPSHOT),  # vendor word, release tag
+    ("gpt-4o-2024-08-06", "gpt-4o", model_names.SNAPSHOT),  # date
+    ("gemini-1.5-pro-002", "gemini-1.5-pro-exp-0827", model_names.SNAPSHOT),  # version, experimental build
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", "Meta-Llama-3.1-8B-Instruct", model_names.SNAPSHOT),  # serving
+    ("Llama-3.1-405B-Inst-fp8", "Meta-Llama-3.1-405B-Instruct", model_names.SNAPSHOT),  # quantised
+    ("Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-Instruct-v0.1", model_names.SNAPSHOT),
+    ("DeepSeek-Coder-V2", "deepseek-v2-coder-0724", model_names.SNAPSHOT),  # word order
+    ("claude-sonnet-3-5", "claude-3-5-sonnet-20240620", model_names.SNAPSHOT),
+    ("Yi-6B", "Yi-6b-Chat", model_names.VARIANT),  # a base model and its chat sibling
+    ("Meta-Llama-3_1-70B", "Meta-Llama-3.1-70B-Instruct", model_names.VARIANT),
+    ("gemma-2-9b", "gemma-2-9b-it", model_names.VARIANT),
+])
+def test_each_rule_matches_at_its_level_and_not_before(spelt, stored, level):
+    assert model_names.key(spelt, level) == model_names.key(stored, level)
+    if level > model_names.SPELLING:
+        assert model_names.key(spelt, level - 1) != model_names.key(stored, level - 1)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("gpt-4", "gpt-4o"), ("gpt-4o", "gpt-4o-mini"), ("llama-3.1-8b", "llama-3.1-70b"), ("qwen2-7b", "qwen2.5-7b"),
+    ("deepseek-v2", "deepseek-v3"), ("o1", "o3"), ("Mistral-Large-2", "Mistral-Large-3"),
+    ("claude-3-opus", "claude-3-haiku"),
+])
+def test_different_models_never_match(a, b):
+    assert all(model_names.key(a, level) != model_names.key(b, level) for level in model_names.LEVELS)
+
+
+def test_exact_then_spelling_then_snapshot_then_variant():
+    prior = CapabilityPrior(rows(
+        ("meta", "Meta-Llama-3.1-70B-Instruct", "MMLU", 83.0),
+        ("together", "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", "MMLU", 82.0),
+        ("meta", "Llama-3.1-70B", "MMLU", 79.0),
+        ("acme", "widget-2024-01-01", "MMLU", 70.0),
+        ("acme", "widget-2024-06-01", "MMLU", 72.0),
+    ))
+    assert prior.lookup("together", "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo") == (pytest.approx(0.2), "prior")
+    assert prior.lookup("custom", "llama3_1-70b-instruct") == (pytest.approx(0.3), "prior")  # respelt
+    assert prior.lookup("custom", "Llama-3.1-70B-Instruct-fp8") == (pytest.approx(0.25), "family")  # mean of 2
+    assert prior.lookup("custom", "widget-latest") == (pytest.approx(-0.9), "family")  # mean of the snapshots
+    assert prior.lookup("custom", "Llama-3.1-70B") == (pytest.approx(-0.1), "prior")  # the base has its own figure
+    assert prior.lookup("custom", "Llama-3.1-70B-chat")[1] == "family"  # a sibling's figure
+
+
+def test_proxy_benchmarks_map_by_a_line_only_where_the_axis_own_figure_is_missing():
+    models = [("m%d" % i, mmlu, pro) for i, (mmlu, pro) in enumerate([(60, 30), (70, 40), (80, 50), (90, 60)])]
+    figures = [("acme", m, "MMLU", mmlu) for m, mmlu, _ in models]
+    figures += [("acme", m, "MMLU-Pro", pro) for m, _, pro in models]
+    figures += [("acme", "pro-only", "MMLU-Pro", 45.0), ("acme", "both", "MMLU", 62.0),
+                ("acme", "both", "MMLU-Pro", 58.0), ("acme", "far-out", "MMLU-Pro", 99.0)]
+    prior = CapabilityPrior(rows(*figures))
+    intercept, slope, lower, upper = prior.lines["MMLU-Pro"]
+    pairs = [(p, to_capability(m)) for _, m, p in models] + [(58.0, to_capability(62))]  # every model with both
+    expected_slope, expected_intercept = np.polyfit(*zip(*pairs), 1)
+    assert (slope, intercept) == (pytest.approx(expected_slope), pytest.approx(expected_intercept))
+    assert (lower, upper) == (pytest.approx(to_capability(60)), pytest.approx(to_capability(90)))
+    assert prior.lookup("acme", "pro-only")[0] == pytest.approx(intercept + slope * 45)
+    assert prior.lookup("acme", "both")[0] == pytest.approx(to_capability(62))  # its own MMLU wins
+    assert prior.lookup("acme", "far-out")[0] == pytest.approx(upper)  # clamped to the fitted range
+    # too few models with both: no line, so the proxy is not used
+    assert "MMLU-Pro" not in fit_proxy_lines({("x",): {"MMLU": 70.0, "MMLU-Pro": 40.0}})
+
+
+def test_the_uncertain_prior_is_a_low_quantile_of_known_models_and_ignores_price():
+    known = [("acme", f"m{i}", axis_benchmark, score) for i, score in enumerate([50, 60, 70, 80, 90])
+             for axis_benchmark in ("MMLU", "GSM8K", "HumanEval")]
+    prior = CapabilityPrior(rows(*known))
+    caps = [to_capability(s) for s in (50, 60, 70, 80, 90)]
+    assert prior.uncertain == pytest.approx([np.quantile(caps, 0.25)] * len(AXES))
+    cheap, how, per_axis = prior.profile("custom", "never-heard-of-it")
+    assert how == "uncertain" and per_axis == ("uncertain",) * len(AXES)
+    assert prior.skills("custom", "never-heard-of-it", 0.01, 4096)[0] == pytest.approx(cheap)
+    assert prior.skills("custom", "never-heard-of-it-pro", 500.0, 2_000_000)[0] == pytest.approx(cheap)
+
+
+@pytest.fixture(scope="module")
+def router():
+    return load_default_router()
+
+
+def test_an_unknown_expensive_model_does_not_outrank_a_known_strong_one_at_t0(router):
+    known = Candidate("openai", "gpt-4o-2024-08-06", 2.5, 10.0, 128000)
+    unknown = [Candidate("custom", "mega-model-2000b", 60.0, 240.0, 2_000_000),  # dearest, largest context
+               Candidate("custom", "tiny-model", 0.01, 0.01, 4096)]
+    sources = [e["source"] for e in router.explain([known, *unknown])]
+    assert sources == ["prior", "uncertain", "uncertain"]
+    for prompt in ("What is the capital of Australia?", "Solve for x: 3x + 7 = 22. Show each step.",
+                   "Write a Python function that merges two sorted linked lists."):
+        f = router.featurizer.featurize(prompt)
+        q = router.predict_quality(f, [known, *unknown])
+        assert q[0] > q[1] and q[1] == pytest.approx(q[2])  # price and context say nothing about skill
+        cost = policy.request_cost_usd(np.array([2.5, 60.0, 0.01]), np.array([10.0, 240.0, 0.01]), 50)
+        assert policy.choose(q, cost, cost_quality_tradeoff=0, schedule=router.schedule).index == 0
+
+
+def test_explain_says_where_each_axis_came_from(router):
+    out = router.explain([Candidate("huggingface", "Meta-Llama-3_1-70B", 0.9, 0.9, 32768),
+                          Candidate("huggingface", "Qwen1.5-110B", 1.2, 1.2, 32768)])
+    assert out[0]["source"] == "prior"  # its own MMLU-Pro figure, mapped onto knowledge
+    assert out[0]["skills"]["maths"]["source"] == "family"  # its Instruct sibling's ZeroEval figures
+    assert out[1]["skills"]["code"]["source"] == "imputed"  # only MMLU-Pro: code from knowledge
+    assert set(out[0]["skills"]) == set(AXES)
