@@ -123,7 +123,7 @@ class CapabilityPrior:
         self.lines = fit_proxy_lines(_figures_by(rows, lambda r: model_names.key(r.model, model_names.SPELLING)))
         known = [self._axes_of(figures) for figures in self._levels[0].values()]
         self.uncertain = np.array([
-            float(np.quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE)) if any(a in k for k in known)
+            _quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in known)
             else to_capability(MMLU_CENTRE) for a in AXES])
         self._cache: dict[tuple[str, str], tuple[np.ndarray, str, tuple[str, ...]]] = {}
 
@@ -170,6 +170,15 @@ class CapabilityPrior:
         if len(self._cache) < 100_000:  # custom models are caller-defined: keep memory bounded
             self._cache[cache_key] = result
         return result
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """numpy's default (linear) quantile; np.quantile's first call costs ~0.1 s of lazy imports at start-up."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (position - low) * (ordered[high] - ordered[low])
 
 
 def _figures_by(rows: list[FigureRow], key_of) -> dict:
