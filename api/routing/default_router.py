@@ -8,8 +8,7 @@
    the queries of their speciality.
 The prediction is (1 - blend) * first + blend * second, the blend chosen at training by validation on the training
 split (flows/default_router/train.py). Any model gets a score: from its figures, a family match, or the uncertain
-prior (api/routing/capability.py). Inference
-is a handful of dot products per query: numpy only.
+prior (api/routing/capability.py). Inference is a handful of dot products per query: numpy only.
 
 Artefact (datasets/default_router/, written by flows/default_router/train.py):
 - encoder.json, static_embedding.npy, tokenizer.json: the text encoder (api/routing/features.py);
