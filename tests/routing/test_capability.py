@@ -3,12 +3,22 @@ fitted lines only where the axis' own figure is missing, and an uncertain prior 
 
 from __future__ import annotations
 
+import csv
+
 import numpy as np
 import pytest
 
 from api.routing import model_names, policy
-from api.routing.capability import AXES, CapabilityPrior, FigureRow, fit_proxy_lines, to_capability
-from api.routing.default_router import load_default_router
+from api.routing.capability import (
+    AXES,
+    AXIS_BENCHMARKS,
+    PROXY_BENCHMARKS,
+    CapabilityPrior,
+    FigureRow,
+    fit_proxy_lines,
+    to_capability,
+)
+from api.routing.default_router import DEFAULT_PRIOR_PATH, load_default_router
 from api.routing.router import Candidate
 
 URL = "https://example.org/figures"
@@ -124,3 +134,13 @@ def test_explain_says_where_each_axis_came_from(router):
     assert out[0]["skills"]["maths"]["source"] == "family"  # its Instruct sibling's ZeroEval figures
     assert out[1]["skills"]["code"]["source"] == "imputed"  # only MMLU-Pro: code from knowledge
     assert set(out[0]["skills"]) == set(AXES)
+
+
+def test_every_shipped_figure_has_a_cited_source_and_a_known_benchmark():
+    known = {b for group in (AXIS_BENCHMARKS, PROXY_BENCHMARKS) for bs in group.values() for b in bs}
+    with DEFAULT_PRIOR_PATH.open(newline="", encoding="utf-8") as f:
+        shipped = list(csv.DictReader(f))
+    assert shipped and all(r["benchmark"] in known for r in shipped)
+    assert all(r["source_url"].startswith("https://") and r["model"] and 0 <= float(r["score"]) <= 100 for r in shipped)
+    # one figure per (provider, model, benchmark): a second would silently average
+    assert len({(r["provider"], r["model"].lower(), r["benchmark"]) for r in shipped}) == len(shipped)
