@@ -7,16 +7,17 @@
    skills on those axes, learned from many models' per-query outcomes (RouteLLM and RouterDC), so specialists win
    the queries of their speciality.
 The per-prompt prediction is (1 - blend) * first + blend * second, the blend chosen at training by validation on
-the training split (flows/default_router/train.py). The floor then shrinks it toward the candidate's mean quality,
-mean + alpha(q) * (prediction - mean), by a per-axis factor learned by leaving benchmarks out
-(flows/default_router/floor.py): where the per-prompt signal does not carry to unseen benchmarks, the router routes
-as the best single model. Any model with figures, a family match or a price gets a score. Inference
+the training split (flows/default_router/train.py). The floor then shrinks it toward the candidate's mean quality on
+the stored reference prompts nearest the query, mean + alpha(q) * (prediction - mean), by a per-axis factor learned
+by leaving benchmarks out (flows/default_router/floor.py): where the per-prompt signal does not carry to unseen
+benchmarks, the router routes as the best single model on prompts like the query. Any model with figures, a family match or a price gets a score. Inference
 is a handful of dot products per query: numpy only.
 
 Artefact (datasets/default_router/, written by flows/default_router/train.py):
 - encoder.json, static_embedding.npy, tokenizer.json: the text encoder (api/routing/features.py);
 - router.json: feature_version, both scorers, the blend, the stored trade-off schedule (used until the dial has
-  calibrated on a caller, api/routing/dial.py), the fallback line and imputation, the training report.
+  calibrated on a caller, api/routing/dial.py), the fallback line and imputation, the floor (shrinkage per axis,
+  the reference prompts' heads), the training report.
 Loading refuses an artefact whose feature_version differs from the code's FEATURE_VERSION.
 """
 
@@ -93,12 +94,15 @@ class DefaultRouter:
             b_all.append(b_skills)
         self._w_all, self._b_all = np.vstack(w_all), np.concatenate(b_all)
         # The floor (flows/default_router/floor.py): per-axis shrinkage of the per-prompt deviation toward each
-        # candidate's mean quality over the reference prompts' heads. Needs the skill model's need head.
+        # candidate's mean quality on the nearest reference prompts (their stored heads). Needs the need head.
         floor = spec.get("floor") if self.skills is not None else None
         self._shrinkage = np.asarray(floor["shrinkage"], np.float64) if floor else None
         self._reference = np.asarray(floor["reference_heads"], np.float64) if floor else None
         if self._reference is not None and self._reference.shape[1] != len(self._b_all):
             raise FeatureVersionMismatch("the floor's reference heads do not match the query heads")
+        if self._reference is not None:
+            self._reference_scale = self._reference.std(axis=0) + 1e-9
+            self._neighbours = int(floor["neighbours"])
 
     def _query_heads(self, x: np.ndarray) -> np.ndarray:
         z = self._w_all @ x + self._b_all
@@ -144,10 +148,8 @@ class DefaultRouter:
         return value
 
     def _skill_inputs(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(knowledge capabilities, skills (m, axes), offsets, mean qualities (axes, m)) of a candidate set; memoised
-        per set, since callers send the same list again and again. A candidate's mean quality on an axis is the
-        scorers' mean prediction over the reference prompts weighted by their need of that axis: its mean on that
-        kind of traffic (the floor's anchor, flows/default_router/floor.py)."""
+        """(knowledge capabilities, skills (m, axes), offsets, predictions on the reference prompts (refs, m)) of a
+        candidate set; memoised per set, since callers send the same list again and again."""
         key = tuple((c.provider, c.model, c.output_price, c.context_length) for c in candidates)
         found = self._inputs_cache.get(key)
         if found is None:
@@ -156,10 +158,8 @@ class DefaultRouter:
             profiles = [self._profile(c) for c in candidates]
             skills = np.stack([p[1] for p in profiles]) if profiles else np.zeros((0, len(AXES)))
             caps, offsets = np.array([p[0] for p in profiles]), np.array([p[2] for p in profiles])
-            means = np.zeros((len(AXES), len(candidates)))
-            if self._reference is not None:  # each axis' mean over the reference prompts, weighted by their need
-                need = self.need(self._reference)
-                means = (need.T @ self._raw(self._reference, caps, skills, offsets)) / need.sum(axis=0)[:, None]
+            means = (self._raw(self._reference, caps, skills, offsets) if self._reference is not None
+                     else np.zeros((1, len(candidates))))
             found = self._inputs_cache[key] = (caps, skills, offsets, means)
         return found
 
@@ -175,19 +175,24 @@ class DefaultRouter:
         caps, skills, offsets, _ = self._skill_inputs(candidates)
         return self._raw(z, caps, skills, offsets)
 
+    def _anchor(self, z: np.ndarray, on_reference: np.ndarray) -> np.ndarray:
+        """(n, m) each candidate's mean prediction over the reference prompts nearest each query in head space
+        (standardised heads): its mean quality on prompts like this one."""
+        d = (((z[:, None, :] - self._reference[None, :, :]) / self._reference_scale) ** 2).sum(axis=2)
+        nearest = np.argpartition(d, self._neighbours - 1, axis=1)[:, :self._neighbours]
+        return on_reference[nearest].mean(axis=1)
+
     def mean_quality(self, z: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
-        """(n, m) each candidate's mean quality on the kind of each query: its per-axis means weighted by the
-        query's need (zeros without a floor)."""
-        return self.need(z) @ self._skill_inputs(candidates)[3]
+        """(n, m) each candidate's mean quality on prompts like each query (the floor's anchor)."""
+        return self._anchor(z, self._skill_inputs(candidates)[3])
 
     def _floored(self, z: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
-        caps, skills, offsets, means = self._skill_inputs(candidates)
+        caps, skills, offsets, on_reference = self._skill_inputs(candidates)
         raw = self._raw(z, caps, skills, offsets)
         if self._shrinkage is None:
             return raw
-        need = self.need(z)
-        mean = need @ means
-        return mean + (need @ self._shrinkage)[:, None] * (raw - mean)
+        mean = self._anchor(z, on_reference)
+        return mean + (self.need(z) @ self._shrinkage)[:, None] * (raw - mean)
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
         return self._floored(self._query_heads(features.vector)[None, :], candidates)[0]

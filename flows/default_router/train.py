@@ -191,7 +191,7 @@ def _train(data_dir: Path, out_dir: Path, seed: int, prior_path: Path | None, re
         """The router of `spec` with a floor: the reference prompts of the blocks it trained on."""
         reference = [features[k][skill_training.capped(sets[k], sets[k].in_folds(TRAIN_FOLDS), REFERENCE_PER_BLOCK)]
                      for k in keys]
-        spec["floor"] = {"shrinkage": [round(float(a), 6) for a in shrinkage],
+        spec["floor"] = {"shrinkage": [round(float(a), 6) for a in shrinkage], "neighbours": REFERENCE_PER_BLOCK,
                          "reference_heads": reference_heads(DefaultRouter(featurizer, spec, prior), reference)}
         return DefaultRouter(featurizer, spec, prior)
 
