@@ -102,6 +102,8 @@ class DefaultRouter:
             raise FeatureVersionMismatch("the floor's reference heads do not match the query heads")
         if self._reference is not None:
             self._reference_scale = self._reference.std(axis=0) + 1e-9
+            self._reference_scaled = self._reference / self._reference_scale
+            self._reference_norms = (self._reference_scaled ** 2).sum(axis=1)
             self._neighbours = int(floor["neighbours"])
 
     def _query_heads(self, x: np.ndarray) -> np.ndarray:
@@ -178,7 +180,8 @@ class DefaultRouter:
     def _anchor(self, z: np.ndarray, on_reference: np.ndarray) -> np.ndarray:
         """(n, m) each candidate's mean prediction over the reference prompts nearest each query in head space
         (standardised heads): its mean quality on prompts like this one."""
-        d = (((z[:, None, :] - self._reference[None, :, :]) / self._reference_scale) ** 2).sum(axis=2)
+        # Squared distance less the query's own norm (the same for every reference): one (n, 7) x (7, refs) product.
+        d = self._reference_norms[None, :] - 2.0 * (z / self._reference_scale) @ self._reference_scaled.T
         nearest = np.argpartition(d, self._neighbours - 1, axis=1)[:, :self._neighbours]
         return on_reference[nearest].mean(axis=1)
 
