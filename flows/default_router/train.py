@@ -211,6 +211,8 @@ def _train(data_dir: Path, out_dir: Path, seed: int, prior_path: Path | None, re
         if not held or len(held) == len(trained):
             continue
         rest = tuple(k for k in trained if k not in held)
+        if not any(k in PAIR_BLOCKS for k in rest):  # the one-skill scorer needs a pair block (a leave_out run)
+            continue
         _, spec_b, _ = fit(TRAIN_FOLDS, blend, [0.0] * 10, rest)
         router_b = with_floor(spec_b, np.ones(len(AXES)), rest)
         for key in held:
