@@ -36,6 +36,7 @@ TRAINED_BLOCKS = ("routellm/mmlu", "routellm/gsm8k", "routerdc/mmlu", "routerdc/
 BENCHMARKS = ("mmlu", "gsm8k", "arc", "humaneval", "mmlu_pro", "crux", "math_l5")  # what `leave_out` may name
 PAIR_KEYS = (model_key(STRONG), model_key(WEAK))  # the one-skill scorer trains on them: they cannot be left out
 MAX_CELLS = 8_000  # outcomes per block and fit: 4,000 rows of the pair, 275 of MMLU-Pro (29 models)
+LOBO_CELLS = 4_000  # half as many in the fits that leave a benchmark out for the floor (7 of the 9 fits)
 L2, L2_NEED, L2_CORRECTION, L2_OFFSET = 1e-3, 1e-3, 1.0, 1.0
 
 
@@ -99,13 +100,13 @@ def capped(o: Outcomes, rows: np.ndarray, limit: int | None = None) -> np.ndarra
 
 
 def blocks(sets: dict[str, Outcomes], features: dict[str, np.ndarray], models: list[str], folds: set[int],
-           keys: tuple[str, ...]) -> list[Block]:
+           keys: tuple[str, ...], cells: int = MAX_CELLS) -> list[Block]:
     out = []
     for key in keys:
         if key not in sets:
             continue
         o = sets[key]
-        rows = capped(o, o.in_folds(folds))
+        rows = capped(o, o.in_folds(folds), cells // len(o.models))
         columns = [j for j, m in enumerate(o.models) if model_key(m) in models]
         if not columns:
             continue
@@ -115,8 +116,8 @@ def blocks(sets: dict[str, Outcomes], features: dict[str, np.ndarray], models: l
 
 
 def fit(sets: dict[str, Outcomes], features: dict[str, np.ndarray], models: list[str], figures: np.ndarray,
-        folds: set[int], keys: tuple[str, ...]) -> FittedSkills:
-    return fit_skills(blocks(sets, features, models, folds, keys), figures, l2=L2, l2_need=L2_NEED,
+        folds: set[int], keys: tuple[str, ...], cells: int = MAX_CELLS) -> FittedSkills:
+    return fit_skills(blocks(sets, features, models, folds, keys, cells), figures, l2=L2, l2_need=L2_NEED,
                       l2_correction=L2_CORRECTION, l2_offset=L2_OFFSET)
 
 

@@ -177,13 +177,13 @@ def _train(data_dir: Path, out_dir: Path, seed: int, prior_path: Path | None, re
     figures = figures_of(prior, models)
     pair_heads: dict[tuple, tuple[IrtHeads, int]] = {}  # the one-skill scorer changes only with its own blocks
 
-    def fit(folds: set[int], blend: float, schedule: list[float], keys: tuple[str, ...] = trained
-            ) -> tuple[DefaultRouter, dict, int]:
+    def fit(folds: set[int], blend: float, schedule: list[float], keys: tuple[str, ...] = trained,
+            cells: int = skill_training.MAX_CELLS) -> tuple[DefaultRouter, dict, int]:
         cache_key = (tuple(sorted(folds)), tuple(k for k in PAIR_BLOCKS if k in keys))
         if cache_key not in pair_heads:
             pair_heads[cache_key] = fit_pair_irt(featurizer, sets, features, caps, folds, keys)
         heads, rows_used = pair_heads[cache_key]
-        skills = skill_training.spec(skill_training.fit(sets, features, models, figures, folds, keys), models)
+        skills = skill_training.spec(skill_training.fit(sets, features, models, figures, folds, keys, cells), models)
         spec = router_spec(heads, skills, blend, schedule, prior)
         return DefaultRouter(featurizer, spec, prior), spec, rows_used
 
@@ -213,7 +213,7 @@ def _train(data_dir: Path, out_dir: Path, seed: int, prior_path: Path | None, re
         rest = tuple(k for k in trained if k not in held)
         if not any(k in PAIR_BLOCKS for k in rest):  # the one-skill scorer needs a pair block (a leave_out run)
             continue
-        _, spec_b, _ = fit(TRAIN_FOLDS, blend, [0.0] * 10, rest)
+        _, spec_b, _ = fit(TRAIN_FOLDS, blend, [0.0] * 10, rest, skill_training.LOBO_CELLS)
         router_b = with_floor(spec_b, np.ones(len(AXES)), rest)
         for key in held:
             o = sets[key]
@@ -253,6 +253,7 @@ def _train(data_dir: Path, out_dir: Path, seed: int, prior_path: Path | None, re
         "rows": rows_used,
         "blend_validation": blend_scores,
         "skill_outcomes_per_block": skill_training.MAX_CELLS,
+        "skill_outcomes_per_block_leaving_one_out": skill_training.LOBO_CELLS,
         "models_left_out": list(dropped),
         "floor_validation": floor_validation,
     }
