@@ -43,7 +43,7 @@ class Rows:
     target: np.ndarray  # (cells,)
     features: np.ndarray  # (cells, axes)
     weight: float  # per cell
-    means: np.ndarray  # (n, m) the models' mean quality on each row's kind
+    means: np.ndarray  # (n, m) each model's mean quality on prompts like each row (the anchor)
     deviations: np.ndarray  # (n, m) per-prompt prediction less the mean
     need: np.ndarray  # (n, axes)
     outcomes: np.ndarray  # (n, m), NaN where unknown
