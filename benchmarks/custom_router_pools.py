@@ -241,7 +241,7 @@ def show(r: dict) -> None:
           f"before - best single: {100 * (r['before_t0'] - r['best_single_heldout']):+.2f} points")
     print(f"    training-time nested CV: router {cv['cv_router_quality_t0']:.4f} vs best single "
           f"{cv['best_single_quality']:.4f} -> {'routes as the best single model' if cv['routes_as_best_single_model_at_t0'] else 'routes by prompt'}"
-          f" ({cv['clusters']} clusters, s = {cv['shrinkage']})")
+          f" (learned: {cv['learned']['clusters']} clusters, s = {cv['learned']['shrinkage']})")
     print(f"    cheapest setting within 1 point of the best single model: before {r['before_cheapest']}; "
           f"after {r['after_cheapest']}")
     if "shrinkage_curve" in r:

@@ -174,14 +174,15 @@ def fit_floor(p: np.ndarray, y: np.ndarray, emb: np.ndarray, folds: np.ndarray, 
     beats = learned > single
     report = {"cv_router_quality_t0": round(learned, 4), "best_single_quality": round(single, 4),
               "cv_best_single_quality": round(float(single_nested.mean()), 4),
-              "cv_gain_points": round(100 * (learned - single), 2), "clusters": int(len(floor.centroids)),
-              "shrinkage": [float(v) for v in floor.s], "cv_quality_by_clusters": by_k,
+              "cv_gain_points": round(100 * (learned - single), 2), "cv_quality_by_clusters": by_k,
+              "learned": {"clusters": int(len(floor.centroids)), "shrinkage": [float(v) for v in floor.s]},
               "routes_as_best_single_model_at_t0": not beats}
+    served = floor if beats else best_single(y)
+    report.update(clusters=int(len(served.centroids)), shrinkage=[float(v) for v in served.s])
     if beats:
-        log(f"floor: {len(floor.centroids)} clusters, shrinkage {report['shrinkage']}; cross-validated accuracy at "
+        log(f"floor: {report['clusters']} clusters, shrinkage {report['shrinkage']}; cross-validated accuracy at "
             f"t=0 {learned:.4f} vs best single model {single:.4f}")
         return floor, report, nested
     log(f"floor: cross-validated accuracy at t=0 {learned:.4f} does not beat the best single model ({single:.4f}): "
         "the router routes as the best single model at t=0")
-    fallback = best_single(y)
-    return fallback, report, fallback.predict(p, emb)
+    return served, report, served.predict(p, emb)
