@@ -68,6 +68,14 @@ def test_the_same_upload_trained_twice_gives_the_same_router(data_dir, monkeypat
     assert _flat_other(specs[0]) == _flat_other(specs[1])
     assert _flat_numbers(specs[0]) == pytest.approx(_flat_numbers(specs[1]))
 
+    # The floor's verdict is published as a table artifact too (what the Prefect UI shows).
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["custom-router-floor"])))
+    assert len(found) >= 2 and all("best single model" in str(a.data) for a in found)
+
     # Decisions equal on a probe set of prompts neither training saw, at every setting of the dial.
     routers = [load_custom_router(f) for f in folders]
     assert all(r.spec["encoder"] == "lexicon" for r in routers)
