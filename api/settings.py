@@ -84,7 +84,7 @@ class Settings:
     # connecting address is the client.
     trusted_proxies: tuple[str, ...] = ()
     # Custom routers: how many characters of an upload's prompts e5 reads at training time, as the teacher of the
-    # router's own static lexicon (flows/custom_router/teacher.py; about 10 s idle, up to ~30 s on a busy 2-core
+    # router's own static lexicon (flows/custom_router/teacher.py; about 5 s idle, ~15 s of CPU on a busy 2-core
     # machine, docs/routing.md). Work, not seconds: the same upload always teaches the same lexicon.
     # 0: no teacher, the router reads the English static embedding alone. e5 never runs when serving.
     custom_router_e5_max_chars: int = 30_000
