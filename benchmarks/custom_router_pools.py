@@ -1,6 +1,7 @@
 """Custom routers on public model pools: the floor against the best single model, held out.
 
     nice -n 10 .venv/bin/python -m benchmarks.custom_router_pools [--pools mmlu_pro,zeroeval,routerdc] [--no-lobo]
+    nice -n 10 .venv/bin/python -m benchmarks.custom_router_pools --http --pools mmlu_pro   # through the HTTP API
 
 Each pool is uploaded as a user would upload it (prompts, one 0/1 or pass-rate score column per model, list-like
 prices) and trained with the training flow's own functions, offline (flows/custom_router/*: e5 teacher, lexicon,
@@ -249,13 +250,61 @@ def show(r: dict) -> None:
               + ", ".join(f"s={s:g}: {a:.4f}" for s, a in r["shrinkage_curve"].items()))
 
 
+def through_http(pool: Pool) -> None:
+    """The held-out split of one pool through a real `switchboard serve`: upload the training rows as custom models
+    with their prices, wait for the router, route every held-out prompt at t = 0..10 with modelSelect."""
+    # lazy: only this mode starts the service (and imports the test harness that does it)
+    import httpx
+
+    from benchmarks.custom_router_common import csv_of, route, serve, training_metrics, upload, wait_ready
+
+    held = np.array([fold_of(p) == 0 for p in pool.prompts])
+    train_rows, test_rows = np.flatnonzero(~held), np.flatnonzero(held)
+    providers = [{"provider": "pool", "model": m.replace("/", "_"), "is_custom": True,
+                  "input_price": float(pool.prices[j, 0]), "output_price": float(pool.prices[j, 1]),
+                  "context_length": 32768, "latency": 1.0} for j, m in enumerate(pool.models)]
+    keys = [f"pool/{p['model']}" for p in providers]
+    data = csv_of([pool.prompts[i] for i in train_rows], keys, pool.y[train_rows].tolist())
+    svc = serve()
+    try:
+        with httpx.Client(timeout=60) as client:
+            started = time.perf_counter()
+            pid, _ = upload(svc, data, providers)
+            wait_ready(client, svc, pid, providers)
+            live_s = time.perf_counter() - started
+            picks = np.array([[keys.index(route(client, svc, pid, pool.prompts[i], providers, t)) for i in test_rows]
+                              for t in range(11)])
+            summary = training_metrics(svc, pid).get("summary", {})
+    finally:
+        svc.stop()
+    y = pool.y[test_rows]
+    cost = calibration.request_costs(np.array([len(pool.prompts[i]) for i in test_rows]), pool.prices[:, 0],
+                                     pool.prices[:, 1])
+    rows = np.arange(len(test_rows))
+    curve = [(float(y[rows, picks[t]].mean()), float(cost[rows, picks[t]].mean())) for t in range(11)]
+    best = int(np.argmax(y.mean(axis=0)))
+    print(f"\n{pool.name} through the HTTP API: {len(train_rows)} rows uploaded, live after {live_s:.1f} s; "
+          f"{len(test_rows)} held-out prompts x 11 settings through modelSelect")
+    print(f"  t=0 accuracy {curve[0][0]:.4f} vs best single {y[:, best].mean():.4f} ({pool.models[best]}): "
+          f"{100 * (curve[0][0] - y[:, best].mean()):+.2f} points; oracle {y.max(axis=1).mean():.4f}")
+    print("  " + ", ".join(f"t={t}: {q:.4f} ({c / cost[:, best].mean():.0%})" for t, (q, c) in enumerate(curve)))
+    print(f"  cheapest setting within 1 point: "
+          f"{cheapest_within_1pt(curve, float(y[:, best].mean()), float(cost[:, best].mean()))}")
+    print(f"  the flow's record: {summary}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pools", default="mmlu_pro,zeroeval,routerdc")
     parser.add_argument("--no-lobo", action="store_true", help="skip leave-one-benchmark-out")
+    parser.add_argument("--http", action="store_true", help="the held-out split of the first pool only, uploaded "
+                                                            "and routed through a real `switchboard serve`")
     args = parser.parse_args()
     threadpool_limits(limits=1, user_api="blas")  # as the flow (flows/train_custom_router.py)
     loaders = {"mmlu_pro": load_mmlu_pro, "zeroeval": load_zeroeval, "routerdc": load_routerdc}
+    if args.http:
+        through_http(loaders[args.pools.split(",")[0]]())
+        return 0
     work = Path(tempfile.mkdtemp(prefix="switchboard-pools-"))
     print(f"teacher budget: {get_settings().custom_router_e5_max_chars:,} characters; load average "
           f"{os.getloadavg()[0]:.1f}")
