@@ -77,3 +77,23 @@ def test_the_floor_is_the_same_for_the_same_rows_and_round_trips_through_its_spe
     spec = first[0].spec()
     again = floor.Floor(*(np.asarray(spec[k]) for k in ("centroids", "mu", "pbar", "s")))
     np.testing.assert_allclose(again.predict(p, emb), first[0].predict(p, emb), atol=1e-5)
+
+
+def test_the_dial_still_trades_quality_for_cost_on_a_router_that_routes_as_one_model():
+    from flows.custom_router import calibration
+
+    rng = np.random.default_rng(4)
+    n, m = 1200, 4
+    y = (rng.random((n, m)) < np.array([0.75, 0.62, 0.62, 0.5])).astype(float)
+    p = np.clip(0.6 + rng.normal(0, 0.12, (n, m)), 0.01, 0.99)
+    emb = _embeddings(n, rng.integers(0, 3, n), rng)
+    chosen, report, nested = floor.fit_floor(p, y, emb, _folds(n), log=lambda *_: None)
+    assert report["routes_as_best_single_model_at_t0"]
+    cost = calibration.request_costs(np.full(n, 400), np.array([10.0, 3.0, 1.0, 0.1]), np.array([30.0, 9.0, 3.0, 0.3]))
+    schedule = calibration.calibrate_schedule(chosen.predict(p, emb), cost)
+    table = calibration.evaluate(nested, y, cost, schedule, ["a", "b", "c", "d"])["table"][:11]
+    spend = [row["cost_per_1k"] for row in table]
+    assert table[0]["shares"] == {"a": 1.0} and table[10]["shares"] == {"d": 1.0}
+    # Spend never rises along the dial and falls before its end. With one mean per model the steps are coarse: every
+    # prompt makes the same choice at a given setting, so the dial moves from model to model rather than by tenths.
+    assert all(later <= earlier for earlier, later in zip(spend, spend[1:])) and spend[9] < spend[0]
