@@ -9,8 +9,9 @@
 - w: the blend, chosen on out-of-fold predictions; (a, b)_m: Platt scaling of model m's blend to the observed
   score scale (scores rescaled to 0..1, see flows.custom_router.training);
 - the floor (flows/custom_router/floor.py): mu_m,c model m's mean quality in cluster c, pbar_m,c its mean
-  prediction there, s_m the shrinkage of its per-prompt deviation learned by cross-validation. With s = 0 for
-  every model the heads are not evaluated at all. Routers trained before the floor have none: q = p.
+  prediction there, s_m the shrinkage of its per-prompt deviation learned by cross-validation (a model with s = 0
+  keeps a tie-breaking weight, `tie`, so the trade-off dial can order prompts). With every weight 0 the heads are
+  not evaluated at all. Routers trained before the floor have none: q = p.
 
 Artefact folder (immutable, one per training job; "promote" = the custom_routers.is_live pointer):
 router.json (format, encoder and its version, models and prices, schedule, stacker), linear.npy,
@@ -97,6 +98,8 @@ class CustomRouter:
         self.floor = None if floor is None else {
             "centroids": np.asarray(floor["centroids"], dtype=np.float64), "mu": np.asarray(floor["mu"], np.float64),
             "pbar": np.asarray(floor["pbar"], np.float64), "s": np.asarray(floor["s"], np.float64)}
+        if self.floor is not None:  # models with s = 0 keep a tie-breaking weight (flows/custom_router/floor.py)
+            self.floor["w"] = np.where(self.floor["s"] > 0, self.floor["s"], float(floor.get("tie", 0.0)))
         if self.linear.shape[0] != encoder.dim + 1:
             raise FeatureVersionMismatch("linear head width does not match the encoder's vector width")
 
@@ -113,9 +116,9 @@ class CustomRouter:
         if len(f["centroids"]) > 1:  # k dot products on the kNN part of the vector
             emb = x[self.encoder.knn_columns]
             c = int(np.argmax(f["centroids"] @ (emb / max(float(np.linalg.norm(emb)), 1e-12))))
-        if not np.any(f["s"]):
+        if not np.any(f["w"]):
             return clip_quality(f["mu"][c].copy())
-        return clip_quality(f["mu"][c] + f["s"] * (self.heads(x) - f["pbar"][c]))
+        return clip_quality(f["mu"][c] + f["w"] * (self.heads(x) - f["pbar"][c]))
 
     def heads(self, x: np.ndarray) -> np.ndarray:
         """The stacker's calibrated prediction p_m(x) of every trained model."""

@@ -36,20 +36,41 @@ ASCENT_PASSES = 3
 KMEANS_ITERATIONS = 25
 
 
+TIE_GRID = (0.01, 0.003, 0.001, 0.0003)
+
+
 @dataclass(frozen=True)
 class Floor:
     centroids: np.ndarray  # (k, e) unit rows
     mu: np.ndarray  # (k, M) shrunk mean observed quality per cluster
     pbar: np.ndarray  # (k, M) mean prediction per cluster
     s: np.ndarray  # (M,) shrinkage of each model's deviation
+    tie: float = 0.0  # the deviation weight of models with s = 0 (see `with_tie_breaker`)
+
+    def weights(self) -> np.ndarray:
+        return np.where(self.s > 0, self.s, self.tie)
 
     def predict(self, p: np.ndarray, emb: np.ndarray) -> np.ndarray:
         c = assign(emb, self.centroids)
-        return clip_quality(self.mu[c] + self.s[None, :] * (p - self.pbar[c]))
+        return clip_quality(self.mu[c] + self.weights()[None, :] * (p - self.pbar[c]))
 
     def spec(self) -> dict:
         return {"centroids": np.round(self.centroids, 6).tolist(), "mu": np.round(self.mu, 6).tolist(),
-                "pbar": np.round(self.pbar, 6).tolist(), "s": [float(v) for v in self.s]}
+                "pbar": np.round(self.pbar, 6).tolist(), "s": [float(v) for v in self.s], "tie": float(self.tie)}
+
+
+def with_tie_breaker(chosen: Floor, p: np.ndarray, emb: np.ndarray) -> Floor:
+    """The floor with a small deviation weight for models whose s is 0, so that the trade-off dial can order
+    prompts: with s = 0 every prompt of a cluster has the same predicted qualities, and at any cost_quality_tradeoff
+    they would all leave the dearer model at once (the dial would jump from one model to the next instead of moving
+    a tenth of the spend per step). The weight is the largest of TIE_GRID that leaves every t = 0 decision on the
+    training rows unchanged; 0 when none does."""
+    base = chosen.predict(p, emb).argmax(axis=1)
+    for tie in TIE_GRID:
+        trial = Floor(chosen.centroids, chosen.mu, chosen.pbar, chosen.s, tie)
+        if np.array_equal(trial.predict(p, emb).argmax(axis=1), base):
+            return trial
+    return chosen
 
 
 def unit_rows(emb: np.ndarray) -> np.ndarray:
@@ -177,12 +198,12 @@ def fit_floor(p: np.ndarray, y: np.ndarray, emb: np.ndarray, folds: np.ndarray, 
               "cv_gain_points": round(100 * (learned - single), 2), "cv_quality_by_clusters": by_k,
               "learned": {"clusters": int(len(floor.centroids)), "shrinkage": [float(v) for v in floor.s]},
               "routes_as_best_single_model_at_t0": not beats}
-    served = floor if beats else best_single(y)
-    report.update(clusters=int(len(served.centroids)), shrinkage=[float(v) for v in served.s])
+    served = with_tie_breaker(floor if beats else best_single(y), p, emb)
+    report.update(clusters=int(len(served.centroids)), shrinkage=[float(v) for v in served.s], tie=served.tie)
     if beats:
         log(f"floor: {report['clusters']} clusters, shrinkage {report['shrinkage']}; cross-validated accuracy at "
             f"t=0 {learned:.4f} vs best single model {single:.4f}")
-        return floor, report, nested
+        return served, report, nested
     log(f"floor: cross-validated accuracy at t=0 {learned:.4f} does not beat the best single model ({single:.4f}): "
         "the router routes as the best single model at t=0")
     return served, report, served.predict(p, emb)
