@@ -216,7 +216,8 @@ def run_split(pool: Pool, train_rows: np.ndarray, test_rows: np.ndarray, work: P
     train_best = int(np.argmax(pool.y[train_rows].mean(axis=0)))
     test_best = int(np.argmax(y.mean(axis=0)))
     out = {"label": label, "train_rows": len(train_rows), "test_rows": len(test_rows), "seconds": seconds,
-           "before_t0": before[0][0], "after_t0": after[0][0], "best_single_train_choice": float(y[:, train_best].mean()),
+           "before_t0": before[0][0], "after_t0": after[0][0],
+           "best_single_train_choice": float(y[:, train_best].mean()),
            "best_single_heldout": float(y[:, test_best].mean()), "best_single_name": pool.models[test_best],
            "oracle": float(y.max(axis=1).mean()), "cv": report}
     best_cost = float(cost[:, test_best].mean())
@@ -240,8 +241,9 @@ def show(r: dict) -> None:
           f"{r['best_single_train_choice']:.4f})   oracle {r['oracle']:.4f}")
     print(f"    after - best single: {100 * (r['after_t0'] - r['best_single_heldout']):+.2f} points; "
           f"before - best single: {100 * (r['before_t0'] - r['best_single_heldout']):+.2f} points")
+    verdict = "routes as the best single model" if cv["routes_as_best_single_model_at_t0"] else "routes by prompt"
     print(f"    training-time nested CV: router {cv['cv_router_quality_t0']:.4f} vs best single "
-          f"{cv['best_single_quality']:.4f} -> {'routes as the best single model' if cv['routes_as_best_single_model_at_t0'] else 'routes by prompt'}"
+          f"{cv['best_single_quality']:.4f} -> {verdict}"
           f" (learned: {cv['learned']['clusters']} clusters, s = {cv['learned']['shrinkage']})")
     print(f"    cheapest setting within 1 point of the best single model: before {r['before_cheapest']}; "
           f"after {r['after_cheapest']}")

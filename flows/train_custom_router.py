@@ -3,10 +3,10 @@
 Each step is a task with a kebab-case name, so a data scientist can follow a run in the Prefect UI:
 load-dataset -> distil-lexicon (e5 as a teacher on a sample, api/custom_router/lexicon.py) -> embed-prompts ->
 fit-linear-heads / fit-xgboost / fit-knn (K-fold cross-validation) ->
-calibrate (stacker, the floor of flows/custom_router/floor.py, trade-off schedule) -> evaluate-held-out-folds (Prefect
-table artifacts: router at every setting vs each single model vs the oracle; the floor's nested cross-validated
-accuracy at t=0 vs the best single model, and whether the router routes as that model) -> publish-router (versioned artefact folder, made live in storage,
-metrics recorded for notebooks) -> record-run.
+calibrate (stacker, the floor of flows/custom_router/floor.py, trade-off schedule) -> evaluate-held-out-folds
+(Prefect table artifacts: router at every setting vs each single model vs the oracle; the floor's nested
+cross-validated accuracy at t=0 vs the best single model, and whether the router routes as that model) ->
+publish-router (versioned artefact folder, made live in storage, metrics recorded for notebooks) -> record-run.
 
 The job follows JobStatus: the API creates it (`created`), queues the flow (`queued`), the flow moves it to
 `processing`, and publishing completes it. A run whose job was cancelled meanwhile (a newer upload for the same

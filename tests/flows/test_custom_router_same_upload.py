@@ -73,7 +73,8 @@ def test_the_same_upload_trained_twice_gives_the_same_router(data_dir, monkeypat
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["custom-router-floor"])))
+        key = ArtifactFilterKey(any_=["custom-router-floor"])
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=key))
     assert len(found) >= 2 and all("best single model" in str(a.data) for a in found)
 
     # Decisions equal on a probe set of prompts neither training saw, at every setting of the dial.
