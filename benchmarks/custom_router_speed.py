@@ -38,28 +38,28 @@ ROWS = 10_000
 LIMIT = 5 * 1024 * 1024
 
 
-def dataset(multilingual: bool = False) -> bytes:
+def dataset(multilingual: bool = False, rows: int = ROWS, models: int = len(MODELS)) -> bytes:
     items = load_mmlu(SHARED / "routellm")
     order = np.random.default_rng(0).permutation(len(items.prompts))
-    keys = [f"{p}/{m}" for p, m in MODELS]
+    keys = [f"{p}/{m}" for p, m in MODELS[:models]]
     first_prompts, first_scores = [], []
     if multilingual:
         # lazy: only this variant reads RouterDC's files
         from benchmarks.custom_router_routerdc import load as load_routerdc
 
         first_prompts, _, routerdc_scores, _ = load_routerdc()
-        first_scores = [[float(row[j % routerdc_scores.shape[1]]) for j in range(len(MODELS))]
+        first_scores = [[float(row[j % routerdc_scores.shape[1]]) for j in range(models)]
                         for row in routerdc_scores]
-    chosen = order[:ROWS - len(first_prompts)]
+    chosen = order[:rows - len(first_prompts)]
     while True:
-        scores = [[float((items.strong if j % 2 == 0 else items.weak)[i]) for j in range(len(MODELS))]
+        scores = [[float((items.strong if j % 2 == 0 else items.weak)[i]) for j in range(models)]
                   for i in chosen]
         data = csv_of(first_prompts + [items.prompts[i] for i in chosen], keys, first_scores + scores)
         if len(data) <= LIMIT:
             return data
         longest = int(np.argmax([len(items.prompts[i]) for i in chosen]))  # keep 10,000 rows under 5 MiB
         chosen = np.delete(chosen, longest)
-        chosen = np.append(chosen, order[ROWS + (len(order) - ROWS) // 2 + len(chosen) % 97])
+        chosen = np.append(chosen, order[rows + (len(order) - rows) // 2 + len(chosen) % 97])
 
 
 def api_rss_mb(data_dir: Path) -> float:
@@ -82,11 +82,14 @@ def api_rss_mb(data_dir: Path) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--multilingual", action="store_true", help="RouterDC's English and Chinese rows first")
+    parser.add_argument("--rows", type=int, default=ROWS, help="rows of the upload (issue 21's target: 5,000)")
+    parser.add_argument("--models", type=int, default=len(MODELS), choices=range(2, len(MODELS) + 1),
+                        help="the first N models of MODELS (issue 21's target: 9)")
     args = parser.parse_args()
-    data = dataset(args.multilingual)
+    data = dataset(args.multilingual, args.rows, args.models)
     language = "multilingual" if args.multilingual else "english"
-    providers = [{"provider": p, "model": m} for p, m in MODELS]
-    print(f"dataset: {ROWS:,} rows x {len(MODELS)} models, {len(data):,} bytes, language={language}; "
+    providers = [{"provider": p, "model": m} for p, m in MODELS[:args.models]]
+    print(f"dataset: {args.rows:,} rows x {args.models} models, {len(data):,} bytes, language={language}; "
           f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.2f}")
     svc = serve()
     try:

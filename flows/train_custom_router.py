@@ -3,9 +3,10 @@
 Each step is a task with a kebab-case name, so a data scientist can follow a run in the Prefect UI:
 load-dataset -> distil-lexicon (e5 as a teacher on a sample, api/custom_router/lexicon.py) -> embed-prompts ->
 fit-linear-heads / fit-xgboost / fit-knn (K-fold cross-validation) ->
-calibrate (stacker + trade-off schedule) -> evaluate-held-out-folds (a Prefect table artifact: router at every
-setting vs each single model vs the oracle) -> publish-router (versioned artefact folder, made live in storage,
-metrics recorded for notebooks) -> record-run.
+calibrate (stacker, the floor of flows/custom_router/floor.py, trade-off schedule) -> evaluate-held-out-folds
+(Prefect table artifacts: router at every setting vs each single model vs the oracle; the floor's nested
+cross-validated accuracy at t=0 vs the best single model, and whether the router routes as that model) ->
+publish-router (versioned artefact folder, made live in storage, metrics recorded for notebooks) -> record-run.
 
 The job follows JobStatus: the API creates it (`created`), queues the flow (`queued`), the flow moves it to
 `processing`, and publishing completes it. A run whose job was cancelled meanwhile (a newer upload for the same
@@ -45,7 +46,7 @@ from api.public_errors import public_reason
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from api.routing.features import Featurizer
 from api.settings import get_settings
-from flows.custom_router import calibration, teacher, training  # noqa: E402
+from flows.custom_router import calibration, floor, teacher, training  # noqa: E402
 from flows.storage_access import connect  # noqa: E402
 
 
@@ -72,10 +73,10 @@ def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple
 
 
 @task(name="distil-lexicon", cache_policy=NO_CACHE)
-def distil_lexicon(prompts: list[str], budget_chars: int, budget_seconds: float) -> teacher.Distilled | None:
+def distil_lexicon(prompts: list[str], budget_chars: int) -> teacher.Distilled | None:
     logger = get_run_logger()
     started = time.perf_counter()
-    distilled = teacher.distil_lexicon(prompts, budget_chars, budget_seconds, log=logger.info)
+    distilled = teacher.distil_lexicon(prompts, budget_chars, log=logger.info)
     if distilled is None:
         logger.info("no e5 teacher (budget %d characters): the router reads the static embedding alone", budget_chars)
     else:
@@ -124,20 +125,28 @@ def fit_knn(emb: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: training.Tra
 
 
 @task(name="calibrate", cache_policy=NO_CACHE)
-def calibrate(bases: list[np.ndarray], y: np.ndarray, cost: np.ndarray) -> tuple[dict, np.ndarray, list]:
-    stacker, stacked = training.fit_stacker(bases, y)
-    schedule = calibration.calibrate_schedule(stacked, cost)
+def calibrate(bases: list[np.ndarray], y: np.ndarray, cost: np.ndarray, emb: np.ndarray,
+              folds: np.ndarray) -> tuple[dict, np.ndarray, list, dict]:
+    """Stacker, then the floor (flows/custom_router/floor.py), then the schedule on the floor's predictions.
+    Returns (stacker spec with the floor, nested cross-validated predictions, schedule, floor report)."""
     logger = get_run_logger()
+    stacker, stacked = training.fit_stacker(bases, y)
     logger.info("blend (linear, xgboost, knn) = %s; out-of-fold routing gain by blend: %s", stacker["blend"],
                 stacker["routing_gain"])
+    chosen, floor_report, nested = floor.fit_floor(stacked, y, emb, folds, log=logger.info)
+    stacker["floor"] = chosen.spec()
+    schedule = calibration.calibrate_schedule(chosen.predict(stacked, emb), cost)
     logger.info("trade-off schedule (t = 0..9): %s", schedule)
-    return stacker, stacked, schedule
+    return stacker, nested, schedule, floor_report
 
 
 @task(name="evaluate-held-out-folds", cache_policy=NO_CACHE)
 def evaluate(predicted: np.ndarray, y: np.ndarray, cost: np.ndarray, schedule: list, models: list[str],
-             bases: dict[str, np.ndarray]) -> dict:
+             bases: dict[str, np.ndarray], floor_report: dict) -> dict:
     report = calibration.evaluate(predicted, y, cost, schedule, models)
+    report["floor"] = floor_report
+    report["summary"].update({k: floor_report[k] for k in (
+        "cv_router_quality_t0", "cv_gain_points", "routes_as_best_single_model_at_t0", "clusters")})
     # How well each base predictor alone ranks the models (mean observed quality of its top pick).
     n = len(y)
     report["base_predictors_t0_quality"] = {name: float(y[np.arange(n), p.argmax(axis=1)].mean())
@@ -147,6 +156,18 @@ def evaluate(predicted: np.ndarray, y: np.ndarray, cost: np.ndarray, schedule: l
     create_table_artifact(table=table, key="custom-router-evaluation",
                           description="Out-of-fold evaluation: router at cost_quality_tradeoff 0..10 vs each "
                                       "single model vs the oracle (quality on the 0..1 score scale)")
+    verdict = ("routes as the best single model at t=0: its cross-validated accuracy does not beat it"
+               if floor_report["routes_as_best_single_model_at_t0"] else "routes by prompt at t=0")
+    create_table_artifact(key="custom-router-floor", table=[
+        {"": "router at t=0 (learned; nested cross-validation)", "accuracy": floor_report["cv_router_quality_t0"]},
+        {"": f"best single model ({report['summary']['best_single_model']})",
+         "accuracy": floor_report["best_single_quality"]},
+        {"": "best single model chosen on the other folds (nested)",
+         "accuracy": floor_report["cv_best_single_quality"]},
+        {"": f"served: {verdict}; {floor_report['clusters']} prompt cluster(s), shrinkage per model "
+             f"{floor_report['shrinkage']}", "accuracy": round(report["summary"]["router_quality_t0"], 4)}],
+        description="The floor: the router's cross-validated accuracy at cost_quality_tradeoff 0 against the best "
+                    "single model of the upload (quality on the 0..1 score scale)")
     get_run_logger().info("evaluation: %s", report["summary"])
     return report
 
@@ -174,7 +195,12 @@ def record_run(preference_id: str, router_id: str | None, report: dict, seconds:
     create_markdown_artifact(key="custom-router-run", markdown=(
         f"Preference `{preference_id}`: router `{router_id}` live after {seconds:.1f} s of training.\n\n"
         f"Out-of-fold quality at t=0: **{s['router_quality_t0']:.4f}** vs best single model "
-        f"`{s['best_single_model']}` {s['best_single_quality']:.4f} and oracle {s['oracle_quality']:.4f}."))
+        f"`{s['best_single_model']}` {s['best_single_quality']:.4f} and oracle {s['oracle_quality']:.4f}.\n\n"
+        + ("**It routes as the best single model at t=0**: its learned routing scored "
+           f"{s['cv_router_quality_t0']:.4f} in nested cross-validation, which does not beat it."
+           if s["routes_as_best_single_model_at_t0"] else
+           f"Learned routing: {s['cv_router_quality_t0']:.4f} in nested cross-validation "
+           f"({s['cv_gain_points']:+.2f} points over the best single model).")))
 
 
 @flow(name="train-custom-router", flow_run_name="train-custom-router {job_id} (preference {preference_id})",
@@ -198,7 +224,7 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         logger.info("%s prompts of %s characters in all (language %s)", f"{len(prompts):,}",
                     f"{sum(len(p) for p in prompts):,}", language)
         settings = get_settings()
-        distilled = distil_lexicon(prompts, settings.custom_router_e5_max_chars, settings.custom_router_e5_seconds)
+        distilled = distil_lexicon(prompts, settings.custom_router_e5_max_chars)
         lexicon = distilled.lexicon if distilled else None
         _check_open(store, job_id)
         encoder = _encoder(lexicon)
@@ -217,13 +243,15 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         cost = calibration.request_costs(np.array([len(p) for p in prompts]),
                                          np.array([m["input_price"] for m in models], float),
                                          np.array([m["output_price"] for m in models], float))
-        stacker, stacked, schedule = calibrate([lin_oof, xgb_oof, knn], y, cost)
+        stacker, predicted, schedule, floor_report = calibrate([lin_oof, xgb_oof, knn], y, cost, emb, folds)
         keys = [m["key"] for m in models]
-        report = evaluate(stacked, y, cost, schedule, keys, {"linear": lin_oof, "xgboost": xgb_oof, "knn": knn})
+        report = evaluate(predicted, y, cost, schedule, keys, {"linear": lin_oof, "xgboost": xgb_oof, "knn": knn},
+                          floor_report)
         report["scale"] = scale
         spec = {"format": FORMAT, "job_id": job_id, "preference_id": preference_id, "language": language,
                 "encoder": encoder_name, "feature_version": encoder.version, "models": models, "schedule": schedule,
-                "stacker": stacker, "knn": {"k": cfg.knn_k, "temperature": cfg.knn_temperature},
+                "stacker": {k: v for k, v in stacker.items() if k != "floor"}, "floor": stacker["floor"],
+                "knn": {"k": cfg.knn_k, "temperature": cfg.knn_temperature},
                 "xgb": {"folds": cfg.folds, "rounds": cfg.xgb_rounds, "depth": cfg.xgb_depth, "eta": cfg.xgb_eta},
                 "score_scale": scale, "rows": len(prompts),
                 "trained_at": datetime.now(timezone.utc).isoformat(), "summary": report["summary"]}

@@ -1,12 +1,17 @@
 """A trained custom router, as served: loads an artefact folder and scores the candidates it knows.
 
-    q_m(x) = sigmoid(a_m * logit(w_1 linear_m(x) + w_2 trees_m(x) + w_3 knn_m(x)) + b_m)
+    p_m(x) = sigmoid(a_m * logit(w_1 linear_m(x) + w_2 trees_m(x) + w_3 knn_m(x)) + b_m)
+    q_m(x) = mu_m,c + s_m * (p_m(x) - pbar_m,c),   c = the nearest of the router's prompt clusters (the floor)
 
 - linear_m: soft-label logistic regression on the query vector [embedding | hand features];
 - trees_m: the XGBoost models of the cross-validation folds, averaged (evaluated with numpy, api.custom_router.trees);
 - knn_m: similarity-weighted mean score of model m on the 30 most similar training prompts (cosine on the embedding);
 - w: the blend, chosen on out-of-fold predictions; (a, b)_m: Platt scaling of model m's blend to the observed
-  score scale (scores rescaled to 0..1, see flows.custom_router.training).
+  score scale (scores rescaled to 0..1, see flows.custom_router.training);
+- the floor (flows/custom_router/floor.py): mu_m,c model m's mean quality in cluster c, pbar_m,c its mean
+  prediction there, s_m the shrinkage of its per-prompt deviation learned by cross-validation (a model with s = 0
+  keeps a tie-breaking weight, `tie`, so the trade-off dial can order prompts). With every weight 0 the heads are
+  not evaluated at all. Routers trained before the floor have none: q = p.
 
 Artefact folder (immutable, one per training job; "promote" = the custom_routers.is_live pointer):
 router.json (format, encoder and its version, models and prices, schedule, stacker), linear.npy,
@@ -50,6 +55,11 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
+def clip_quality(q: np.ndarray) -> np.ndarray:
+    """Floor predictions kept inside 0..1 (unknown candidates are mixed in on the logit scale)."""
+    return np.clip(q, 0.001, 0.999)
+
+
 def knn_scores(sims: np.ndarray, targets: np.ndarray, k: int, temperature: float) -> np.ndarray:
     """Similarity-weighted mean target of the k nearest rows. sims: (q, n); targets: (n, M) -> (q, M)."""
     k = min(k, sims.shape[1])
@@ -84,6 +94,12 @@ class CustomRouter:
         folds = int(spec["xgb"]["folds"])
         self.trees = TreeEnsembles([[folder / "xgb" / f"m{m}_f{k}.json" for k in range(folds)]
                                     for m in range(len(self.models))])
+        floor = spec.get("floor")
+        self.floor = None if floor is None else {
+            "centroids": np.asarray(floor["centroids"], dtype=np.float64), "mu": np.asarray(floor["mu"], np.float64),
+            "pbar": np.asarray(floor["pbar"], np.float64), "s": np.asarray(floor["s"], np.float64)}
+        if self.floor is not None:  # models with s = 0 keep a tie-breaking weight (flows/custom_router/floor.py)
+            self.floor["w"] = np.where(self.floor["s"] > 0, self.floor["s"], float(floor.get("tie", 0.0)))
         if self.linear.shape[0] != encoder.dim + 1:
             raise FeatureVersionMismatch("linear head width does not match the encoder's vector width")
 
@@ -93,6 +109,19 @@ class CustomRouter:
     def quality_of_all(self, vector: np.ndarray) -> np.ndarray:
         """Predicted quality (0..1) of every trained model for one query vector."""
         x = np.asarray(vector, dtype=np.float32).astype(np.float64)
+        if self.floor is None:
+            return self.heads(x)
+        f = self.floor
+        c = 0
+        if len(f["centroids"]) > 1:  # k dot products on the kNN part of the vector
+            emb = x[self.encoder.knn_columns]
+            c = int(np.argmax(f["centroids"] @ (emb / max(float(np.linalg.norm(emb)), 1e-12))))
+        if not np.any(f["w"]):
+            return clip_quality(f["mu"][c].copy())
+        return clip_quality(f["mu"][c] + f["w"] * (self.heads(x) - f["pbar"][c]))
+
+    def heads(self, x: np.ndarray) -> np.ndarray:
+        """The stacker's calibrated prediction p_m(x) of every trained model."""
         lin = sigmoid(np.append(x, 1.0) @ self.linear)
         mixed = self.blend[0] * lin
         if self.blend[1] > 0:

@@ -53,7 +53,7 @@ def fit_shared(x: np.ndarray, y: np.ndarray, c: float, rho: float) -> np.ndarray
 
 
 def features(prompts: list[str], train: np.ndarray, featurizer: Featurizer) -> np.ndarray:
-    distilled = distil_lexicon([prompts[i] for i in train], 150_000, 20.0, log=lambda *_: None)
+    distilled = distil_lexicon([prompts[i] for i in train], 150_000, log=lambda *_: None)
     encoder = LexiconEncoder(featurizer, distilled.lexicon)
     x = encoder.vectors(prompts)
     rows = train[distilled.rows]

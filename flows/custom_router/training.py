@@ -11,7 +11,9 @@ Steps (each a task of the `train-custom-router` flow, see flows/train_custom_rou
 4. blend and calibration: the three out-of-fold probabilities are averaged with weights from a small grid, each
    model's blend is Platt-scaled to the observed quality (q_m is calibrated on the score scale), and the weights
    whose calibrated predictions route best out of fold are kept (routing is about differences between models);
-5. evaluation and the trade-off schedule on the out-of-fold predictions (flows.custom_router.calibration).
+5. the floor (flows/custom_router/floor.py): per-cluster model means plus a cross-validated shrinkage of each
+   model's per-prompt deviation, so that t = 0 never routes below the best single model without evidence;
+6. evaluation and the trade-off schedule on the floor's predictions (flows.custom_router.calibration).
 """
 
 from __future__ import annotations

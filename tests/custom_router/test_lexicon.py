@@ -46,18 +46,20 @@ def test_the_teacher_sample_keeps_to_its_budget_and_ignores_row_order():
     assert again == texts
 
 
-def test_the_teacher_stops_at_its_time_budget_and_none_without_one():
-    from flows.custom_router.teacher import distil_lexicon
+def test_the_teacher_reads_its_characters_budget_and_none_without_one():
+    from flows.custom_router.teacher import distil_lexicon, teacher_sample
 
     prompts = [f"Question {i}: how many legs do {i} spiders and {i + 1} cats have?" for i in range(100)]
+    budget = sum(len(p) for p in prompts[:32])
     heard: list[str] = []
-    distilled = distil_lexicon(prompts, budget_chars=10**6, budget_seconds=1e-9, log=heard.append, chunk=32)
+    distilled = distil_lexicon(prompts, budget_chars=budget, log=heard.append, chunk=32)
     assert distilled is not None and "spiders" in distilled.lexicon.tokens
-    assert heard[-1].endswith("the lexicon learns from 32 prompts")  # the check follows the first chunk
+    # The sample is the characters' budget's alone (work, never seconds): the same prompts every time.
+    rows, _ = teacher_sample(prompts, budget)
+    assert distilled.rows.tolist() == rows.tolist() and f"/{len(rows)} prompts" in heard[-1]
     # The teacher's prompts also get the vectors of lexicons fitted without them: unit rows, not the in-sample fit.
-    assert len(distilled.rows) == 32 and distilled.held_out.shape == (32, distilled.lexicon.dim)
+    assert distilled.held_out.shape == (len(rows), distilled.lexicon.dim)
     in_sample = distilled.lexicon.encode_batch([prompts[i] for i in distilled.rows])
     np.testing.assert_allclose(np.linalg.norm(distilled.held_out, axis=1), 1.0, atol=1e-4)
     assert not np.allclose(distilled.held_out, in_sample, atol=1e-3)
-    assert distil_lexicon(prompts, budget_chars=10**6, budget_seconds=0) is None
-    assert distil_lexicon(prompts, budget_chars=0, budget_seconds=20) is None
+    assert distil_lexicon(prompts, budget_chars=0) is None

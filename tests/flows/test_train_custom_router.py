@@ -35,6 +35,9 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir, monkeypatch):
     assert state.job.status == "completed" and state.live is not None
     metrics = json.loads(store.routers.training_metrics(params["job_id"]))
     assert [r["name"] for r in metrics["table"]][-1] == "oracle" and len(metrics["table"]) == 11 + 2 + 1
+    # The floor's verdict is in the record: nested cross-validation beats the best single model, so it routes.
+    assert metrics["summary"]["routes_as_best_single_model_at_t0"] is False
+    assert metrics["floor"]["cv_router_quality_t0"] > metrics["floor"]["best_single_quality"]
     store.close()
     folder = Path(state.live.artefact_path)
     assert folder.name == params["job_id"] and (folder / "router.json").exists()
@@ -44,6 +47,7 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir, monkeypatch):
     assert spec["language"] == "english" and spec["encoder"] == "lexicon"
     assert (folder / "lexicon.npy").exists() and "compute" in json.loads((folder / "lexicon_tokens.json").read_text())
     assert set(spec["stacker"]["routing_gain"]) >= {"1.00,0.00,0.00", "0.33,0.33,0.33"}
+    assert len(spec["floor"]["s"]) == 2 and len(spec["floor"]["mu"]) == len(spec["floor"]["centroids"])
     assert len(list((folder / "xgb").glob("*.json"))) == 2 * 5 and not list(folder.parent.glob(".*partial"))
 
     h = {"Authorization": f"Bearer {key}"}

@@ -1,0 +1,209 @@
+"""The floor of a custom router: never below the best single model at t = 0 without evidence.
+
+Argmax over many noisy per-model predictions is a winner's curse: with nine near-equal models, the model whose
+prediction happens to be highest on a prompt is mostly the one whose error is largest, and routing by it can score
+below always sending the prompt to the best model (issue 21). So the served quality of model m for prompt x is
+
+    q_m(x) = mu_m,c + s_m * (p_m(x) - pbar_m,c),        c = c(x), the prompt's cluster,
+
+- c(x): the nearest of k centroids (spherical k-means on the router's own kNN features, deterministic; k from
+  a short list bounded by the rows, chosen by cross-validation, k = 1 being no clusters);
+- mu_m,c: model m's mean observed quality in cluster c, shrunk toward its global mean (MU_PRIOR_ROWS pseudo-rows);
+- p_m(x): the stacker's calibrated prediction, pbar_m,c its mean over the cluster's training rows;
+- s_m: the shrinkage of model m's per-prompt deviation, learned (coordinate ascent over S_GRID) so that the
+  out-of-fold accuracy of the argmax at t = 0 is highest. s = 0 everywhere routes each cluster to its best model,
+  and with k = 1 to the best single model.
+
+Every choice is made on cross-fitted numbers (cluster means of the rows' other folds, the stacker's out-of-fold
+predictions), and the accuracy the router reports is nested: for each outer fold, k and s are chosen on the other
+folds alone and the fold is routed with them. A router whose nested accuracy at t = 0 does not beat the best
+single model of the upload routes as that model at t = 0 (k = 1, s = 0) and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from api.custom_router.model import clip_quality
+
+S_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25)
+CLUSTER_CHOICES = (1, 2, 3, 4, 6, 8)
+ROWS_PER_CLUSTER = 150  # k <= rows / 150: a cluster's means rest on enough rows to be worth routing by
+MU_PRIOR_ROWS = 30.0  # a cluster's mean is shrunk toward the model's global mean as if by 30 rows of it
+ASCENT_PASSES = 3
+KMEANS_ITERATIONS = 25
+
+
+TIE_GRID = (0.01, 0.003, 0.001, 0.0003)
+
+
+@dataclass(frozen=True)
+class Floor:
+    centroids: np.ndarray  # (k, e) unit rows
+    mu: np.ndarray  # (k, M) shrunk mean observed quality per cluster
+    pbar: np.ndarray  # (k, M) mean prediction per cluster
+    s: np.ndarray  # (M,) shrinkage of each model's deviation
+    tie: float = 0.0  # the deviation weight of models with s = 0 (see `with_tie_breaker`)
+
+    def weights(self) -> np.ndarray:
+        return np.where(self.s > 0, self.s, self.tie)
+
+    def predict(self, p: np.ndarray, emb: np.ndarray) -> np.ndarray:
+        c = assign(emb, self.centroids)
+        return clip_quality(self.mu[c] + self.weights()[None, :] * (p - self.pbar[c]))
+
+    def spec(self) -> dict:
+        return {"centroids": np.round(self.centroids, 6).tolist(), "mu": np.round(self.mu, 6).tolist(),
+                "pbar": np.round(self.pbar, 6).tolist(), "s": [float(v) for v in self.s], "tie": float(self.tie)}
+
+
+def with_tie_breaker(chosen: Floor, p: np.ndarray, emb: np.ndarray) -> Floor:
+    """The floor with a small deviation weight for models whose s is 0, so that the trade-off dial can order
+    prompts: with s = 0 every prompt of a cluster has the same predicted qualities, and at any cost_quality_tradeoff
+    they would all leave the dearer model at once (the dial would jump from one model to the next instead of moving
+    a tenth of the spend per step). The weight is the largest of TIE_GRID that leaves every t = 0 decision on the
+    training rows unchanged; 0 when none does."""
+    base = chosen.predict(p, emb).argmax(axis=1)
+    for tie in TIE_GRID:
+        trial = Floor(chosen.centroids, chosen.mu, chosen.pbar, chosen.s, tie)
+        if np.array_equal(trial.predict(p, emb).argmax(axis=1), base):
+            return trial
+    return chosen
+
+
+def unit_rows(emb: np.ndarray) -> np.ndarray:
+    e = np.asarray(emb, dtype=np.float64)
+    return e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
+
+
+def assign(emb: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    return np.argmax(unit_rows(emb) @ centroids.T, axis=1) if len(centroids) > 1 else np.zeros(len(emb), int)
+
+
+def kmeans(emb: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
+    """(k, e) centroids: spherical k-means, k-means++ start from a fixed seed (same rows -> same centroids)."""
+    x = unit_rows(emb)
+    if k <= 1 or len(x) <= k:
+        c = x.mean(axis=0, keepdims=True)
+        return c / max(float(np.linalg.norm(c)), 1e-12)
+    rng = np.random.default_rng(seed)
+    centroids = [x[rng.integers(len(x))]]
+    for _ in range(1, k):
+        dist = np.maximum(1.0 - np.max(x @ np.array(centroids).T, axis=1), 0.0)
+        total = float(dist.sum())
+        centroids.append(x[rng.choice(len(x), p=dist / total)] if total > 0 else x[rng.integers(len(x))])
+    c = np.array(centroids)
+    for _ in range(KMEANS_ITERATIONS):
+        label = np.argmax(x @ c.T, axis=1)
+        new = np.array([x[label == j].sum(axis=0) if np.any(label == j) else c[j] for j in range(k)])
+        new = new / np.maximum(np.linalg.norm(new, axis=1, keepdims=True), 1e-12)
+        if np.allclose(new, c):
+            break
+        c = new
+    return c
+
+
+def cluster_stats(p: np.ndarray, y: np.ndarray, label: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mu, pbar), each (k, M): shrunk mean observed quality and mean prediction per cluster."""
+    glob_y, glob_p = y.mean(axis=0), p.mean(axis=0)
+    mu, pbar = np.tile(glob_y, (k, 1)), np.tile(glob_p, (k, 1))
+    for j in range(k):
+        rows = label == j
+        n = float(rows.sum())
+        if n:
+            mu[j] = (y[rows].sum(axis=0) + MU_PRIOR_ROWS * glob_y) / (n + MU_PRIOR_ROWS)
+            pbar[j] = p[rows].mean(axis=0)
+    return mu, pbar
+
+
+def t0_accuracy(q: np.ndarray, y: np.ndarray) -> float:
+    return float(y[np.arange(len(y)), np.argmax(q, axis=1)].mean())
+
+
+def learn_shrinkage(p: np.ndarray, y: np.ndarray, mu_rows: np.ndarray, pbar_rows: np.ndarray) -> tuple[np.ndarray,
+                                                                                                          float]:
+    """Per-model s by coordinate ascent over S_GRID from s = 0, maximising the t = 0 accuracy of
+    mu + s * (p - pbar) (all per row, cross-fitted). A move must gain at least one row's worth over staying."""
+    dev = p - pbar_rows
+    s = np.zeros(p.shape[1])
+    best = t0_accuracy(mu_rows, y)
+    step = 0.5 / len(y)
+    for _ in range(ASCENT_PASSES):
+        moved = False
+        for m in range(p.shape[1]):
+            for value in S_GRID:
+                if value == s[m]:
+                    continue
+                trial = s.copy()
+                trial[m] = value
+                acc = t0_accuracy(mu_rows + trial * dev, y)
+                if acc > best + step:
+                    best, s, moved = acc, trial, True
+        if not moved:
+            break
+    return s, best
+
+
+def _cluster_choices(rows: int) -> list[int]:
+    return [k for k in CLUSTER_CHOICES if k == 1 or k * ROWS_PER_CLUSTER <= rows]
+
+
+def select(p: np.ndarray, y: np.ndarray, emb: np.ndarray, folds: np.ndarray) -> tuple[Floor, dict]:
+    """The floor chosen on these rows: for each k, clusters on all of them, cluster means cross-fitted over
+    `folds` (each row sees the means of the other folds), s learned on that; the k with the best accuracy wins.
+    Returns (the floor with means over all rows, {k: cross-fitted accuracy})."""
+    scores, fitted = {}, {}
+    for k in _cluster_choices(len(y)):
+        centroids = kmeans(emb, k)
+        label = assign(emb, centroids)
+        mu_rows, pbar_rows = np.zeros_like(y), np.zeros_like(y)
+        for f in np.unique(folds):
+            inside = folds != f
+            mu, pbar = cluster_stats(p[inside], y[inside], label[inside], k)
+            mu_rows[~inside], pbar_rows[~inside] = mu[label[~inside]], pbar[label[~inside]]
+        s, acc = learn_shrinkage(p, y, mu_rows, pbar_rows)
+        scores[k], fitted[k] = acc, (centroids, label, s)
+    k = max(scores, key=lambda j: (scores[j], -j))  # ties: fewer clusters
+    centroids, label, s = fitted[k]
+    mu, pbar = cluster_stats(p, y, label, k)
+    return Floor(centroids, mu, pbar, s), {str(j): round(v, 4) for j, v in scores.items()}
+
+
+def best_single(y: np.ndarray) -> Floor:
+    """Routes every prompt to the model with the best mean observed quality (k = 1, s = 0)."""
+    return Floor(np.zeros((1, 1)), y.mean(axis=0, keepdims=True), np.zeros((1, y.shape[1])), np.zeros(y.shape[1]))
+
+
+def fit_floor(p: np.ndarray, y: np.ndarray, emb: np.ndarray, folds: np.ndarray, log=print) -> tuple[Floor, dict,
+                                                                                                     np.ndarray]:
+    """(the served floor, its report, (n, M) nested cross-validated predictions of the floor actually served).
+
+    p: the stacker's out-of-fold predictions; emb: the kNN features; folds: the training folds (outer folds here).
+    """
+    nested = np.zeros_like(y)
+    single_nested = np.zeros(len(y))
+    for f in np.unique(folds):
+        inside = folds != f
+        floor, _ = select(p[inside], y[inside], emb[inside], folds[inside])
+        nested[~inside] = floor.predict(p[~inside], emb[~inside])
+        single_nested[~inside] = y[~inside][:, int(np.argmax(y[inside].mean(axis=0)))]
+    floor, by_k = select(p, y, emb, folds)
+    learned = t0_accuracy(nested, y)
+    single = float(y.mean(axis=0).max())
+    beats = learned > single
+    report = {"cv_router_quality_t0": round(learned, 4), "best_single_quality": round(single, 4),
+              "cv_best_single_quality": round(float(single_nested.mean()), 4),
+              "cv_gain_points": round(100 * (learned - single), 2), "cv_quality_by_clusters": by_k,
+              "learned": {"clusters": int(len(floor.centroids)), "shrinkage": [float(v) for v in floor.s]},
+              "routes_as_best_single_model_at_t0": not beats}
+    served = with_tie_breaker(floor if beats else best_single(y), p, emb)
+    report.update(clusters=int(len(served.centroids)), shrinkage=[float(v) for v in served.s], tie=served.tie)
+    if beats:
+        log(f"floor: {report['clusters']} clusters, shrinkage {report['shrinkage']}; cross-validated accuracy at "
+            f"t=0 {learned:.4f} vs best single model {single:.4f}")
+        return served, report, nested
+    log(f"floor: cross-validated accuracy at t=0 {learned:.4f} does not beat the best single model ({single:.4f}): "
+        "the router routes as the best single model at t=0")
+    return served, report, served.predict(p, emb)
