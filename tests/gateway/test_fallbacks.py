@@ -66,11 +66,12 @@ def test_a_connection_refused_falls_back(oai: openai.OpenAI, upstream: FakeOpenA
 
 
 def test_attempts_are_bounded(oai: openai.OpenAI, upstream: FakeOpenAI) -> None:
-    upstream.failing.update({FIRST, SECOND, THIRD})
+    four = {**CHEAP_FIRST, "llm_providers": [*CHEAP_FIRST["llm_providers"], "openai/gpt-4.1"]}
+    upstream.failing.update({FIRST, SECOND, THIRD, "gpt-4.1"})
     with pytest.raises(openai.APIStatusError) as failed:
-        oai.chat.completions.create(model="switchboard", messages=ASK, extra_body=CHEAP_FIRST)
+        oai.chat.completions.create(model="switchboard", messages=ASK, extra_body=four)
     assert failed.value.status_code == 502 and failed.value.body["code"] == "upstream_failed"
-    assert upstream_models(upstream) == [FIRST, SECOND][:MAX_ATTEMPTS]  # never a third call
+    assert MAX_ATTEMPTS == 3 and upstream_models(upstream) == [FIRST, SECOND, "gpt-4.1"]  # never the fourth
 
 
 def test_a_refused_request_is_not_retried(oai: openai.OpenAI, upstream: FakeOpenAI) -> None:
