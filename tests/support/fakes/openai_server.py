@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import Counter
@@ -35,7 +36,8 @@ def words(text: str) -> set[str]:
 
 
 class FakeOpenAI:
-    def __init__(self, delay_s: float = 0.0) -> None:
+    def __init__(self, delay_s: float = 0.0, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive  # HTTP/1.1 connections kept open between answers (benchmarks/gateway_overhead.py)
         self.answers: dict[str, str] = {}
         self.failing: set[str] = set()
         self.echo_key: set[str] = set()  # models that answer 401 quoting the bearer key they were sent
@@ -59,6 +61,14 @@ class FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if self.keep_alive else "HTTP/1.0"
+
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out as separate writes: without this, Nagle's algorithm holds the body until
+                # the client's delayed ACK (40 ms) on a kept-alive connection.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
@@ -167,6 +177,8 @@ class FakeOpenAI:
         events = [f"data: {json.dumps(c)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream")
+        handler.send_header("connection", "close")  # the end of the stream is the end of the connection
+        handler.close_connection = True
         broken = body.get("model") in self.broken_stream
         if broken:  # promise more than is sent, then close: the client sees the body cut short
             handler.send_header("content-length", str(sum(map(len, events)) + 1000))
