@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
 import msgspec
 
 from api.gateway.calls import Call
@@ -66,8 +65,10 @@ def rewrite(data: str, model: str, want_usage: bool, call: Call) -> bytes | None
     return event(chunk)
 
 
-async def relay(response: httpx.Response, lines: AsyncIterator[str], first: str, model: str, want_usage: bool,
-                call: Call, finish: Callable[[Call], None]) -> AsyncIterator[bytes]:
+async def relay(response: Any, lines: AsyncIterator[str], first: str, model: str, want_usage: bool, call: Call,
+                finish: Callable[[Call], None], errors: tuple[type[BaseException], ...]) -> AsyncIterator[bytes]:
+    """`response`: the provider's (aiohttp) response, released to the pool at a clean end and closed otherwise;
+    `errors`: what a broken transfer raises."""
     call.status, call.http_status = "client_closed", 200  # until the stream ends one way or the other
     try:
         out = rewrite(first, model, want_usage, call)
@@ -87,13 +88,13 @@ async def relay(response: httpx.Response, lines: AsyncIterator[str], first: str,
             if out:
                 yield out
         call.status = "ok"
-    except httpx.HTTPError as exc:
+    except errors as exc:
         call.status, call.error = "stream_error", f"{type(exc).__name__} after the stream began"
         yield error_event(f"the provider's stream broke ({type(exc).__name__}); the answer is incomplete and was "
                           "not retried, since part of it had been sent", "upstream_stream_error")
     finally:
         call.latency_ms = call.since_start_ms()
         try:
-            await response.aclose()
+            response.release() if call.status == "ok" else response.close()
         finally:
             finish(call)

@@ -10,14 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import httpx
 import msgspec
 
 from api.errors import ApiError
 from api.gateway import wire
 from api.gateway.calls import Call, CallLog
 from api.gateway.relay import first_data, relay, upstream_error
-from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport,
+from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport, lines,
                                   not_configured_message, redact)
 from api.schemas.model_select import LLMProvider
 from api.selection.candidates import ResolvedCandidate
@@ -143,8 +142,8 @@ class GatewayService:
                     outcome = await self._open_stream(ep, payload, candidate, call, want_usage)
                 else:
                     outcome = await self._post(ep, payload, candidate, call)
-            except httpx.HTTPError as exc:
-                outcome = failed_transport(exc)
+            except self.upstream.errors as exc:
+                outcome = failed_transport(exc, self.upstream.connect_errors)
             if not isinstance(outcome, Failure):
                 call.attempt(candidate.candidate.key, "ok", began)
                 if isinstance(outcome, Answer):
@@ -170,11 +169,11 @@ class GatewayService:
                 "x-switchboard-attempts": str(len(call.attempt_models) + 1)}
 
     async def _post(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call) -> Answer | Failure:
-        response = await self.upstream.client.post(ep.url, content=payload, headers=ep.headers)
-        if response.status_code != 200:
-            return failed_status(response.status_code, response.content)
+        status, content = await self.upstream.post(ep, payload)
+        if status != 200:
+            return failed_status(status, content)
         try:
-            data = msgspec.json.decode(response.content)
+            data = msgspec.json.decode(content)
         except msgspec.DecodeError:
             return Failure("bad_response", True, 502, "the provider's answer was not JSON")
         if not isinstance(data, dict) or "choices" not in data:
@@ -187,15 +186,13 @@ class GatewayService:
 
     async def _open_stream(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call,
                            want_usage: bool) -> Streamed | Failure:
-        client = self.upstream.client
-        response = await client.send(client.build_request("POST", ep.url, content=payload, headers=ep.headers),
-                                     stream=True)
+        response = await self.upstream.open(ep, payload)
         try:
-            if response.status_code != 200:
-                failure = failed_status(response.status_code, await response.aread())
+            if response.status != 200:
+                failure = failed_status(response.status, await response.read())
             else:
-                lines = response.aiter_lines()
-                first = await first_data(lines)  # nothing reached the caller before this arrives: fallback is safe
+                events = lines(response)
+                first = await first_data(events)  # nothing reached the caller before this arrives: fallback is safe
                 problem = upstream_error(first) if first is not None else None
                 if first is None:
                     failure = Failure("empty_stream", True, 502, "the provider's stream ended before its first event")
@@ -203,12 +200,12 @@ class GatewayService:
                     failure = Failure("error_event", True, 502, problem)
                 else:
                     call.answered = candidate
-                    return Streamed(relay(response, lines, first, candidate.candidate.key, want_usage, call,
-                                          self.calls.record), self._headers(call, candidate))
+                    return Streamed(relay(response, events, first, candidate.candidate.key, want_usage, call,
+                                          self.calls.record, self.upstream.errors), self._headers(call, candidate))
         except BaseException:
-            await response.aclose()
+            response.close()
             raise
-        await response.aclose()
+        response.close()
         return failure
 
     def model_list(self, user: User) -> bytes:

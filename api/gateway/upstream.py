@@ -1,8 +1,8 @@
 """Where each provider's OpenAI-compatible endpoint is, and one pooled async HTTP client to call them.
 
-A direct client rather than LiteLLM: every provider the catalogue lists has an OpenAI-compatible chat endpoint, the
-body is forwarded as sent, and httpx is already loaded by the API (api/auth.py), so the gateway adds no import to
-modelSelect's process and a few hundred microseconds, not milliseconds, to a call (docs/benchmarks.md, issue 22).
+A direct client rather than LiteLLM: every provider the catalogue lists has an OpenAI-compatible chat endpoint and
+the body is forwarded as sent, so there is nothing to translate, and LiteLLM would load its whole provider layer
+into the API process.
 
 Provider keys and base URLs come from the server's environment only, as for prompt optimization
 (SWITCHBOARD_<PROVIDER>_API_KEY / _API_BASE, SWITCHBOARD_LLM_API_KEY / _API_BASE for every provider; api/settings.py);
@@ -10,9 +10,9 @@ a caller can neither send one nor see one: errors are scrubbed of every key the 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-
-import httpx
+from typing import Any
 
 from api.settings import OptimizeSettings
 
@@ -87,10 +87,10 @@ def failed_status(status: int, body: bytes) -> Failure:
     return Failure(f"http_{status}", False, status, text)
 
 
-def failed_transport(exc: httpx.HTTPError) -> Failure:
-    if isinstance(exc, httpx.ConnectTimeout) or isinstance(exc, httpx.ConnectError):
+def failed_transport(exc: BaseException, connect_errors: tuple[type[BaseException], ...]) -> Failure:
+    if isinstance(exc, connect_errors):
         return Failure("connect", True, 502, f"could not connect to the provider ({type(exc).__name__})")
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, TimeoutError):
         return Failure("timeout", True, 504, "the provider sent nothing in time")
     return Failure("transport", True, 502, f"the connection to the provider failed ({type(exc).__name__})")
 
@@ -102,22 +102,55 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
 
 
 class Upstream:
-    """The pooled client, made on first use inside the serving event loop and closed with the app."""
+    """One pooled aiohttp session, made on the first gateway call inside the serving event loop (so a process that
+    only answers modelSelect never imports aiohttp) and closed with the app. aiohttp rather than httpx, which the
+    API already loads: measured here, 0.18 ms of CPU per upstream call against httpx's 0.79 ms, which on a busy
+    worker is most of what the gateway adds (docs/benchmarks.md, issue 22)."""
 
     def __init__(self, connect_timeout_s: float, first_byte_timeout_s: float) -> None:
-        # `read` bounds each wait for bytes: the first byte of an answer, and each gap inside a stream.
-        self.timeout = httpx.Timeout(connect=connect_timeout_s, read=first_byte_timeout_s, write=30.0, pool=10.0)
-        self._client: httpx.AsyncClient | None = None
+        self.connect_timeout_s, self.first_byte_timeout_s = connect_timeout_s, first_byte_timeout_s
+        self._session: Any = None
+        self.errors: tuple[type[BaseException], ...] = (TimeoutError, OSError)  # completed on first use
+        self.connect_errors: tuple[type[BaseException], ...] = (ConnectionRefusedError,)
 
     @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=self.timeout, follow_redirects=False, trust_env=False,
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200, keepalive_expiry=60))
-        return self._client
+    def session(self) -> Any:
+        if self._session is None:
+            # lazy: aiohttp loads with the first gateway call, never in a process that only answers modelSelect
+            import aiohttp
+
+            self.errors = (aiohttp.ClientError, TimeoutError, OSError)
+            self.connect_errors = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+            # sock_read bounds each wait for bytes: the first byte of an answer, and each gap inside a stream.
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=1000, limit_per_host=0, keepalive_timeout=60),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout_s,
+                                              sock_read=self.first_byte_timeout_s),
+                trust_env=False, auto_decompress=True, raise_for_status=False)
+        return self._session
+
+    async def post(self, endpoint: Endpoint, payload: bytes) -> tuple[int, bytes]:
+        async with self.session.post(endpoint.url, data=payload, headers=endpoint.headers) as response:
+            return response.status, await response.read()
+
+    async def open(self, endpoint: Endpoint, payload: bytes) -> Any:
+        """A streaming response, headers read, body not: the caller reads `lines(response)` and closes it."""
+        return await self.session.post(endpoint.url, data=payload, headers=endpoint.headers)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+async def lines(response: Any) -> AsyncIterator[str]:
+    """The lines of a streaming body, however long (aiohttp's own line reader refuses lines over 128 KiB: a large
+    tool call's arguments can be one)."""
+    pending = b""
+    async for chunk in response.content.iter_any():
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if pending:
+        yield pending.decode("utf-8", "replace")
