@@ -50,6 +50,7 @@ class Call:
     attempt_models: list[str] = field(default_factory=list)
     attempt_outcomes: list[str] = field(default_factory=list)
     attempt_ms: list[float] = field(default_factory=list)
+    _attempt_began: float = 0.0
 
     def since_start_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
@@ -58,6 +59,14 @@ class Call:
         self.attempt_models.append(model)
         self.attempt_outcomes.append(outcome)
         self.attempt_ms.append((time.perf_counter() - began) * 1000)
+
+    def attempt_seconds(self) -> float:
+        """How long the attempt under way has taken (the provider's own latency, without the decision)."""
+        return time.perf_counter() - self._attempt_began
+
+    def begin_attempt(self) -> float:
+        self._attempt_began = time.perf_counter()
+        return self._attempt_began
 
     def usage(self, usage: Any) -> None:
         if isinstance(usage, dict):

@@ -4,7 +4,6 @@ No web framework here: api/controllers/gateway.py turns the result into a respon
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -136,7 +135,7 @@ class GatewayService:
         failure: Failure | None = None
         for candidate, ep in reachable[: self.max_attempts]:
             payload = wire.forwarded(body, candidate.candidate.model, stream)
-            began = time.perf_counter()
+            began = call.begin_attempt()
             try:
                 if stream:
                     outcome = await self._open_stream(ep, payload, candidate, call, want_usage)
@@ -182,6 +181,7 @@ class GatewayService:
         call.usage(data.get("usage"))
         call.answered, call.status, call.http_status = candidate, "ok", 200
         call.ttft_ms = call.latency_ms = call.since_start_ms()
+        self.selection.observed_latency.add(candidate.candidate.key, call.attempt_seconds())
         return Answer(msgspec.json.encode(data), self._headers(call, candidate))
 
     async def _open_stream(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call,
@@ -201,12 +201,17 @@ class GatewayService:
                 else:
                     call.answered = candidate
                     return Streamed(relay(response, events, first, candidate.candidate.key, want_usage, call,
-                                          self.calls.record, self.upstream.errors), self._headers(call, candidate))
+                                          self._stream_ended, self.upstream.errors), self._headers(call, candidate))
         except BaseException:
             response.close()
             raise
         response.close()
         return failure
+
+    def _stream_ended(self, call: Call) -> None:
+        if call.status == "ok" and call.answered is not None:
+            self.selection.observed_latency.add(call.answered.candidate.key, call.attempt_seconds())
+        self.calls.record(call)
 
     def model_list(self, user: User) -> bytes:
         """GET /v1/models: the routing names this key may use, as OpenAI's model list."""

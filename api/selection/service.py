@@ -24,7 +24,7 @@ from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse, To
 from api.selection.candidates import ResolvedCandidate, Resolver, aggregator_format
 from api.selection.custom_mix import mixed_quality
 from api.selection.eligibility import eligible
-from api.selection.latency import estimated_latency_s
+from api.selection.latency import ObservedLatency, latency_s
 from api.selection.personalization import FeedbackMemory
 from api.selection.sessions import SessionLog, new_session_id
 from storage.records import Preference, User
@@ -149,6 +149,7 @@ class SelectionService:
         self.preferences, self.sessions, self.memory = preferences, sessions, memory
         self.custom_routers = custom_routers or NoCustomRouters()
         self.dial = dial  # None: the default router's trained schedule for everyone
+        self.observed_latency = ObservedLatency()  # fed by the gateway's calls (api/gateway/service.py)
         self._orders: dict[tuple[str, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
 
     def _key_order(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -225,8 +226,8 @@ class SelectionService:
         cost = policy.request_cost_usd(np.array([c.input_price for c in plain]),
                                        np.array([c.output_price for c in plain]), prompt_tokens)
         # only the latency trade-off reads latency estimates
-        latency = (np.array([estimated_latency_s(c, prompt_tokens) for c in plain]) if opts.tradeoff == "latency"
-                   else None)
+        latency = (np.array([latency_s(c, prompt_tokens, self.observed_latency) for c in plain])
+                   if opts.tradeoff == "latency" else None)
         caller, order = None, None
         schedule = router.schedule
         if router is self.default_router and self.dial is not None and len(plain) > 1:
