@@ -12,7 +12,9 @@ machine's load:
 - routed: model `switchboard` with two candidates (modelSelect's decision, then the same);
 - ttft: streaming, time to the first event, direct and routed.
 Prints p50/p99 latency per path and what the gateway adds (its p50/p99 less direct's). Targets (issue 22): p50
-<= 5 ms, p99 <= 15 ms added.
+<= 5 ms, p99 <= 15 ms added. On a machine shared with other work the wall-clock figures move with its load, so it
+also prints the server's CPU time per request on each path (one client, requests in sequence), beside
+`GET /ready` (the floor: the same server and framework, no work) and modelSelect with the same candidates.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import subprocess
 import threading
 import time
 from multiprocessing.connection import Connection
@@ -68,6 +71,26 @@ def run(url: str, body: dict, headers: dict, clients: int, per_client: int, stre
     return np.array(timings) * 1000
 
 
+def server_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of the API process and its children (granian runs the app in a worker)."""
+    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    total = 0
+    for p in [pid, *map(int, children)]:
+        fields = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_request_ms(pid: int, method: str, url: str, body: dict | None, headers: dict, n: int) -> float:
+    with httpx.Client(timeout=30) as client:
+        for _ in range(20):
+            client.request(method, url, json=body, headers=headers)
+        before = server_cpu_s(pid)
+        for _ in range(n):
+            client.request(method, url, json=body, headers=headers).read()
+        return (server_cpu_s(pid) - before) / n * 1000
+
+
 def serve_upstream(delay_s: float, pipe: Connection) -> None:
     """The upstream in a process of its own: the benchmark's client threads do not share its interpreter lock."""
     fake = FakeOpenAI(delay_s=delay_s, keep_alive=True).start()
@@ -108,6 +131,15 @@ def main() -> None:
                 results[name].append(run(url, body, headers, args.clients, per_client))
             for name, (url, body, headers) in streams.items():
                 results[name].append(run(url, body, headers, args.clients, per_client, stream=True))
+        select_body = {"messages": PROMPT, "llm_providers": [{"provider": "openai", "model": "gpt-4o-mini"},
+                                                             {"provider": "openai", "model": "gpt-4o"}]}
+        cpu = {"GET /ready (floor)": ("GET", f"{api.base}/ready", None, {}),
+               "modelSelect": ("POST", f"{api.base}/v2/modelRouter/modelSelect", select_body, api.headers),
+               "proxy": ("POST", *paths["proxy"]),
+               "routed": ("POST", *paths["routed"]),
+               "routed, streamed": ("POST", paths["routed"][0], {**paths["routed"][1], "stream": True},
+                                    api.headers)}
+        cpu_ms = {name: cpu_per_request_ms(api.pid, *case, n=args.requests) for name, case in cpu.items()}
     ours.send("stop")
     upstream.join(timeout=10)
 
@@ -122,6 +154,9 @@ def main() -> None:
         added = "" if name.startswith("direct") else (f"{p50 - np.percentile(base, 50):>10.2f} "
                                                       f"{p99 - np.percentile(base, 99):>10.2f}")
         print(f"{name:<12} {p50:>8.2f} {p99:>8.2f} {added}")
+    print(f"server CPU per request, sequential, {args.requests} requests each:")
+    for name, ms in cpu_ms.items():
+        print(f"  {name:<20} {ms:6.2f} ms")
 
 
 if __name__ == "__main__":
