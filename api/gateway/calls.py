@@ -45,6 +45,7 @@ class Call:
     ttft_ms: float | None = None
     latency_ms: float | None = None
     error: str | None = None
+    hashed: bool = False  # hash_content: a provider's error text may quote the prompt, so only its kind is kept
     started: float = field(default_factory=time.perf_counter)
     created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     attempt_models: list[str] = field(default_factory=list)
@@ -87,7 +88,8 @@ class Call:
             "cost_usd": cost_usd(self.answered, self.input_tokens, self.output_tokens),
             "strongest_cost_usd": cost_usd(self.strongest if self.answered else None, self.input_tokens,
                                            self.output_tokens),
-            "ttft_ms": self.ttft_ms, "latency_ms": self.latency_ms, "error": self.error,
+            "ttft_ms": self.ttft_ms, "latency_ms": self.latency_ms,
+            "error": (self.attempt_outcomes[-1] if self.attempt_outcomes else None) if self.hashed else self.error,
         }
 
 

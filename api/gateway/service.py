@@ -85,7 +85,7 @@ class GatewayService:
             call = Call(user, "", req.model, "routed", stream, preference_id=goal.preference_id)
             plan = await self._route(req, goal, body_bytes, user, call)
         else:
-            call = Call(user, new_session_id(), req.model, "proxy", stream)
+            call = Call(user, new_session_id(), req.model, "proxy", stream, hashed=bool(req.hash_content))
             ranked = self.selection.resolve([LLMProvider(provider=goal.provider, model=goal.model)], False)
             call.chosen, call.strongest = ranked[0].candidate.key, ranked[0]
             plan = Plan(ranked, call.session_id)
@@ -101,7 +101,7 @@ class GatewayService:
         else:
             selected = self.selection.decide(sreq, user, None)
         ranked = list(selected.ranked)
-        call.chosen = ranked[0].candidate.key
+        call.chosen, call.hashed = ranked[0].candidate.key, selected.hashed
         call.strongest = ranked[max(range(len(ranked)), key=selected.quality.__getitem__)]
         if req.previous_session:
             previous = await self._previous_model(req.previous_session, user)
