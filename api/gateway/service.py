@@ -95,7 +95,13 @@ class GatewayService:
 
     async def _route(self, req: wire.ChatRequest, goal: wire.Target, body_bytes: int, user: User,
                      call: Call) -> Plan:
-        sreq = wire.selection_request(req, goal)
+        stored = None
+        if req.llm_providers is None and goal.preference_id is not None:
+            pref = (self.selection.preference(user, goal.preference_id)
+                    if self.selection.preferences.cached(goal.preference_id)  # else a store call: off the loop
+                    else await anyio.to_thread.run_sync(self.selection.preference, user, goal.preference_id))
+            stored = pref.llm_providers if pref is not None else None
+        sreq = wire.selection_request(req, goal, stored)
         if self.selection.may_block(sreq, body_bytes):
             selected = await anyio.to_thread.run_sync(self.selection.decide, sreq, user, None)
         else:

@@ -64,9 +64,10 @@ def target(model: str) -> Target:
                      "model, no routing)", code="INVALID_MODEL")
 
 
-def candidates(req: ChatRequest) -> list[LLMProvider]:
+def candidates(req: ChatRequest, stored: list[str] | None = None) -> list[LLMProvider]:
+    """The request's candidates, else those its preference stores."""
     out = []
-    for entry in req.llm_providers or ():
+    for entry in req.llm_providers or stored or ():
         if isinstance(entry, str):
             provider, sep, model = entry.partition("/")
             if not (sep and provider and model):
@@ -76,11 +77,12 @@ def candidates(req: ChatRequest) -> list[LLMProvider]:
     return out
 
 
-def selection_request(req: ChatRequest, goal: Target) -> ModelSelectRequest:
-    providers = candidates(req)
+def selection_request(req: ChatRequest, goal: Target, stored: list[str] | None = None) -> ModelSelectRequest:
+    providers = candidates(req, stored)
     if not providers:
         raise BadRequest("routing needs candidates: send llm_providers (with the openai client, in extra_body), "
-                         "e.g. [\"openai/gpt-4o\", \"openai/gpt-4o-mini\"]", code="NO_CANDIDATES")
+                         "e.g. [\"openai/gpt-4o\", \"openai/gpt-4o-mini\"], or store them on the preference "
+                         "(llm_providers of /v2/preferences/userPreferenceUpdate)", code="NO_CANDIDATES")
     return ModelSelectRequest(messages=req.messages, llm_providers=providers, tools=req.tools,
                               hash_content=req.hash_content, max_model_depth=req.max_model_depth,
                               tradeoff=req.tradeoff, cost_quality_tradeoff=req.cost_quality_tradeoff,

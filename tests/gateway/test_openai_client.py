@@ -119,3 +119,20 @@ def test_errors_on_v1_take_openai_shape(oai: openai.OpenAI, gateway_api: LocalAp
     assert not_json.status_code == 400 and not_json.json()["error"]["type"] == "invalid_request_error"
     assert upstream.bodies == []  # none of these reached a provider
 
+
+
+def test_a_preference_stores_its_candidates_so_the_client_sends_only_the_name(oai: openai.OpenAI,
+                                                                            upstream: FakeOpenAI,
+                                                                            gateway_api: LocalApi) -> None:
+    preference_id = httpx.post(f"{gateway_api.base}/v2/preferences/userPreferenceCreate",
+                               headers=gateway_api.headers, json={"name": "stored"}, timeout=10).json()["preference_id"]
+    update = httpx.put(f"{gateway_api.base}/v2/preferences/userPreferenceUpdate", headers=gateway_api.headers,
+                       json={"preference_id": preference_id, "llm_providers": ["openai/gpt-4o-mini", "openai/gpt-4o"],
+                             "cost_quality_tradeoff": 10}, timeout=10)
+    assert update.status_code == 200, update.text
+    assert update.json()["llm_providers"] == ["openai/gpt-4o-mini", "openai/gpt-4o"]
+    completion = oai.chat.completions.create(model=f"switchboard/{preference_id}", messages=ask())
+    assert completion.model == "openai/gpt-4o-mini"  # the stored candidates, at the stored trade-off (cheapest)
+    bad = httpx.put(f"{gateway_api.base}/v2/preferences/userPreferenceUpdate", headers=gateway_api.headers,
+                    json={"preference_id": preference_id, "llm_providers": ["gpt-4o"]}, timeout=10)
+    assert bad.status_code == 422  # not provider/model
