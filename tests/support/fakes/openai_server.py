@@ -177,9 +177,14 @@ class FakeOpenAI:
         events = [f"data: {json.dumps(c)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream")
-        handler.send_header("connection", "close")  # the end of the stream is the end of the connection
-        handler.close_connection = True
         broken = body.get("model") in self.broken_stream
+        chunked = self.keep_alive and not broken  # as providers stream: chunked, the connection kept for reuse
+        if chunked:
+            handler.send_header("transfer-encoding", "chunked")
+            events = [b"%x\r\n%s\r\n" % (len(raw), raw) for raw in events] + [b"0\r\n\r\n"]
+        else:
+            handler.send_header("connection", "close")  # the end of the stream is the end of the connection
+            handler.close_connection = True
         if broken:  # promise more than is sent, then close: the client sees the body cut short
             handler.send_header("content-length", str(sum(map(len, events)) + 1000))
         handler.end_headers()
