@@ -1,9 +1,12 @@
 """What one gateway request did, recorded beside its decision: the event table `gateway_calls`
 (storage/event_schemas.py), one row per request, flushed like the session log. The recent answers are also kept in
-memory, so a follow-up turn finds the model that answered its previous turn without reading the log."""
+memory, so a follow-up turn finds the model that answered its previous turn without reading the log: by its
+session id (`previous_session`), or by a digest of the conversation so far, messages and answer (a client that
+sends nothing but the conversation). Digests, never text."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections import OrderedDict
@@ -12,10 +15,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from api.routing.text import MessageShapeError, message_texts
 from api.selection.candidates import ResolvedCandidate
 from storage.event_buffer import EventBuffer
 from storage.event_schemas import GATEWAY_CALL_SCHEMA
 from storage.records import User
+
+
+def conversation_digest(messages: Any) -> str | None:
+    """A digest of the conversation's (role, text) turns: what a client sends back of an answer is its text, whatever
+    other fields it keeps (refusal, annotations). None when there is no text to identify it by."""
+    try:
+        turns = message_texts(messages)
+    except MessageShapeError:
+        return None
+    if not turns:
+        return None
+    return hashlib.blake2b(repr(turns).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def cost_usd(candidate: ResolvedCandidate | None, input_tokens: int, output_tokens: int) -> float | None:
@@ -52,6 +68,8 @@ class Call:
     attempt_outcomes: list[str] = field(default_factory=list)
     attempt_ms: list[float] = field(default_factory=list)
     _attempt_began: float = 0.0
+    messages: Any = None  # the request's, to remember the conversation with its answer (never stored)
+    answer_parts: list[str] = field(default_factory=list)  # the answer's text, streamed or not
 
     def since_start_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
@@ -97,6 +115,7 @@ class CallLog:
     def __init__(self, events_dir: Path, flush_seconds: float, recent: int = 20_000) -> None:
         self.buffer = EventBuffer(events_dir, "gateway_calls", GATEWAY_CALL_SCHEMA, flush_seconds)
         self._answered: OrderedDict[str, tuple[str, str]] = OrderedDict()  # session -> (user, provider/model)
+        self._conversations: OrderedDict[str, tuple[str, str]] = OrderedDict()  # digest -> (user, provider/model)
         self._recent_max = recent
         self._lock = threading.Lock()
 
@@ -110,10 +129,27 @@ class CallLog:
     def record(self, call: Call) -> None:
         self.buffer.add(call.row())
         if call.answered is not None:
+            who = (call.user.user_id, call.answered.candidate.key)
+            digest = None
+            if call.status == "ok" and isinstance(call.messages, list):
+                answer = {"role": "assistant", "content": "".join(call.answer_parts)}
+                digest = conversation_digest([*call.messages, answer])
             with self._lock:
-                self._answered[call.session_id] = (call.user.user_id, call.answered.candidate.key)
-                if len(self._answered) > self._recent_max:
-                    self._answered.popitem(last=False)
+                self._answered[call.session_id] = who
+                if digest is not None:
+                    self._conversations[digest] = who
+                for recent in (self._answered, self._conversations):
+                    if len(recent) > self._recent_max:
+                        recent.popitem(last=False)
+
+    def continued(self, messages: Any, user_id: str) -> str | None:
+        """The model that answered the turn this conversation continues (its messages but the last), if recent."""
+        if not isinstance(messages, list) or len(messages) < 2:
+            return None
+        digest = conversation_digest(messages[:-1])
+        with self._lock:
+            found = self._conversations.get(digest) if digest else None
+        return found[1] if found and found[0] == user_id else None
 
     def answered(self, session_id: str, user_id: str) -> str | None:
         """The model that answered a recent gateway call of this user (None: not this user's, or not recent)."""

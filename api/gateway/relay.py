@@ -62,6 +62,11 @@ def rewrite(data: str, model: str, want_usage: bool, call: Call) -> bytes | None
             del chunk["usage"]
     if "model" in chunk:
         chunk["model"] = model
+    choices = chunk.get("choices")
+    if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("delta"), dict):
+        content = choices[0]["delta"].get("content")
+        if isinstance(content, str):
+            call.answer_parts.append(content)
     return event(chunk)
 
 

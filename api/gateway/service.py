@@ -89,7 +89,7 @@ class GatewayService:
             ranked = self.selection.resolve([LLMProvider(provider=goal.provider, model=goal.model)], False)
             call.chosen, call.strongest = ranked[0].candidate.key, ranked[0]
             plan = Plan(ranked, call.session_id)
-        call.session_id = plan.session_id
+        call.session_id, call.messages = plan.session_id, req.messages
         want_usage = bool((req.stream_options or {}).get("include_usage"))
         return await self._call(body, plan.ranked, call, stream, want_usage)
 
@@ -109,8 +109,9 @@ class GatewayService:
         ranked = list(selected.ranked)
         call.chosen, call.hashed = ranked[0].candidate.key, selected.hashed
         call.strongest = ranked[max(range(len(ranked)), key=selected.quality.__getitem__)]
-        if req.previous_session:
-            previous = await self._previous_model(req.previous_session, user)
+        previous = (await self._previous_model(req.previous_session, user) if req.previous_session
+                    else self.calls.continued(req.messages, user.user_id))
+        if previous is not None:
             keys = [c.candidate.key for c in ranked]
             if previous in keys[1:]:
                 j = keys.index(previous)
@@ -185,6 +186,9 @@ class GatewayService:
             return Failure("bad_response", True, 502, "the provider's answer was not a chat completion")
         data["model"] = candidate.candidate.key
         call.usage(data.get("usage"))
+        choices = data.get("choices")
+        if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
+            call.answer_parts.append(str(choices[0]["message"].get("content") or ""))
         call.answered, call.status, call.http_status = candidate, "ok", 200
         call.ttft_ms = call.latency_ms = call.since_start_ms()
         self.selection.observed_latency.add(candidate.candidate.key, call.attempt_seconds())

@@ -40,6 +40,32 @@ def test_three_turns_stay_on_the_model_that_answered_first(oai: openai.OpenAI, u
     assert [body["model"] for body in upstream.bodies] == ["sticky-a", "sticky-b", "sticky-b", "sticky-b"]
 
 
+def test_a_conversation_is_recognised_by_its_messages_without_previous_session(oai: openai.OpenAI,
+                                                                               upstream: FakeOpenAI) -> None:
+    # What a plain OpenAI client sends: the whole conversation, the previous answers included, and nothing else.
+    upstream.failing.add("sticky-a")
+    conversation: list[dict] = []
+    first, _ = turn(oai, conversation, "Plan a weekend in Lisbon.", None)
+    upstream.failing.clear()
+    second, _ = turn(oai, conversation, "Add a day trip to Sintra.", None)
+    third, _ = turn(oai, conversation, "Now make it cheaper.", None)
+    assert first == second == third == "acme/sticky-b"
+    # A new conversation (no earlier turns) is routed afresh.
+    assert turn(oai, [], "Now make it cheaper.", None)[0] == "acme/sticky-a"
+
+
+def test_a_streamed_answer_continues_its_conversation_too(oai: openai.OpenAI, upstream: FakeOpenAI) -> None:
+    upstream.failing.add("sticky-a")
+    conversation = [{"role": "user", "content": "Name three rivers in Spain."}]
+    chunks = list(oai.chat.completions.create(model="switchboard", messages=conversation, extra_body=ROUTING,
+                                              stream=True))
+    upstream.failing.clear()
+    conversation.append({"role": "assistant",
+                         "content": "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)})
+    model, _ = turn(oai, conversation, "Which is the longest?", None)
+    assert chunks[0].model == model == "acme/sticky-b"
+
+
 def test_a_gain_beyond_the_margin_moves_the_conversation(oai: openai.OpenAI, upstream: FakeOpenAI) -> None:
     upstream.failing.update({"sticky-a", "sticky-b"})  # the first turn ends on sticky-c, far costlier
     conversation: list[dict] = []
