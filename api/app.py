@@ -14,6 +14,7 @@ from litestar.openapi.spec import Components
 from api.auth import SECURITY_SCHEMES, current_user
 from api.body_guard import BodyReadGuard
 from api.controllers.feedback import report_feedback
+from api.controllers.gateway import chat_completions, list_routing_models
 from api.controllers.health import ready
 from api.controllers.internal import OWNER_ROUTES
 from api.controllers.model_select import model_select
@@ -64,6 +65,8 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         finally:
             if publishing:
                 owner.withdraw(settings.run_dir)
+            await services.gateway.aclose()
+            services.gateway.close()
             services.sessions.close()  # flush buffered sessions and feedback before the process ends
             store.close()
 
@@ -77,7 +80,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     train_custom_router.request_max_body_size = settings.upload_max_bytes + 256 * 1024
     app = Litestar(
         route_handlers=[ready, list_models, PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
-                        train_custom_router, PromptOptimizationController],
+                        train_custom_router, PromptOptimizationController, chat_completions, list_routing_models],
         lifespan=[lifespan],
         dependencies={"owner": Provide(provide_owner, sync_to_thread=False),
                       "readiness": component("readiness"),

@@ -62,8 +62,23 @@ def _bounded(value: Any) -> Any:
     return value
 
 
+OPENAI_PATHS = "/v1/"  # the gateway's routes: their clients parse OpenAI's error shape, not the spec's envelope
+
+
+def openai_shaped(request: Request) -> bool:
+    return request.url.path.startswith(OPENAI_PATHS)
+
+
 def envelope(request: Request, status: int, code: str, type_: str, message: str,
              details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Response:
+    if openai_shaped(request):
+        # {"error": {message, type, param, code}} as OpenAI's clients read it; request_id and details ride along.
+        error = {"message": _clip(message, MAX_MESSAGE_CHARS), "type": type_, "param": None, "code": code.lower(),
+                 "request_id": request_id_of(request.scope)}
+        if details:
+            error["details"] = _bounded(details)
+        return Response(content=msgspec.json.encode({"error": error}), status_code=status,
+                        media_type=MediaType.JSON, headers=headers)
     body = ErrorResponse(ErrorBody(code=code, message=_clip(message, MAX_MESSAGE_CHARS), type=type_,
                                    request_id=request_id_of(request.scope),
                                    details=_bounded(details) if details else details))
@@ -116,7 +131,12 @@ def validation_items(exc: ValidationException) -> list[ValidationErrorItem]:
 def on_validation_error(request: Request, exc: ValidationException) -> Response:
     if "Request body size" in str(exc.detail):
         return on_api_error(request, ApiError(str(exc.detail)))
-    body = HTTPValidationError(detail=validation_items(exc))
+    items = validation_items(exc)
+    if openai_shaped(request):  # OpenAI answers a malformed body with a 400 naming the field
+        where = ".".join(str(part) for part in items[0].loc[1:])
+        return envelope(request, 400, "INVALID_REQUEST", "invalid_request_error",
+                        f"{where}: {items[0].msg}" if where else items[0].msg)
+    body = HTTPValidationError(detail=items)
     return Response(content=msgspec.json.encode(body), status_code=422, media_type=MediaType.JSON)
 
 
@@ -128,6 +148,8 @@ def on_http_exception(request: Request, exc: HTTPException) -> Response:
     if exc.status_code == 400 and isinstance(exc.__cause__, SerializationException):
         # An unparsable body is a validation failure (422), as the spec's clients expect.
         item = ValidationErrorItem(loc=["body"], msg=f"body is not valid JSON: {exc.__cause__}", type="json_invalid")
+        if openai_shaped(request):
+            return envelope(request, 400, "INVALID_JSON", "invalid_request_error", item.msg)
         return Response(content=msgspec.json.encode(HTTPValidationError(detail=[item])), status_code=422,
                         media_type=MediaType.JSON)
     if exc.status_code == 400 and exc.detail == "Request Entity Too Large":

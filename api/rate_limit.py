@@ -1,7 +1,8 @@
 """Per-key rate limits: a token bucket per (API key, class of endpoint), held in this process's memory.
 
-Two classes per API key: `select` (modelSelect and feedback, the per-LLM-call hot path, a large default) and `jobs`
-(every other authenticated endpoint: preferences, prompt optimization, router training). One class per client
+Two classes per API key: `select` (modelSelect, feedback and the gateway's chat completions: once per LLM call, a
+large default) and `jobs` (every other authenticated endpoint: preferences, prompt optimization, router training,
+the gateway's model list). One class per client
 address, `key-lookup`: each look-up of a key that is not cached (api/auth.py), so a flood of random keys is
 refused before it reaches the store; a key the worker has seen work never draws on it (api/auth_cache.py), and
 behind a reverse proxy the address is the one it forwards (api/client_address.py). A bucket holds up to `burst`
@@ -26,7 +27,7 @@ from api.errors import TooManyRequests
 
 SELECT, JOBS, KEY_LOOKUP = "select", "jobs", "key-lookup"
 # Operations billed to the large `select` class; everything else authenticated is a `jobs` request.
-SELECT_OPERATIONS = frozenset({"modelSelect", "reportFeedback"})
+SELECT_OPERATIONS = frozenset({"modelSelect", "reportFeedback", "chatCompletions"})
 
 
 @dataclass(frozen=True)

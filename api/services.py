@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from api.auth import Authenticator
 from api.custom_router.registry import CustomRouterRegistry
 from api.custom_router.submission import RouterTrainingService
+from api.gateway.service import GatewayService
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
 from api.readiness import Readiness
@@ -32,3 +33,4 @@ class Services:
     router_training: RouterTrainingService
     prompt_optimization: PromptOptimizationService
     readiness: Readiness
+    gateway: GatewayService

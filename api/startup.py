@@ -12,6 +12,8 @@ from api.auth_cache import AuthCache
 from api.client_address import parse_networks
 from api.catalogue import load_catalogue
 from api.custom_router.startup import custom_router_services
+from api.gateway.calls import CallLog
+from api.gateway.service import GatewayService
 from api.launcher import PrefectLauncher
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
@@ -55,6 +57,8 @@ def build_services(settings: Settings, store: Store) -> Services:
     feedback.rebuild()
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
         feedback.follow_other_workers(settings.session_flush_seconds)
+    gateway = GatewayService(selection, sessions, CallLog(settings.events_dir, settings.session_flush_seconds).start(),
+                             store.preferences, settings)
     runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))
     return Services(
         settings=settings, store=store, rpc_token=owner.new_token(),
@@ -63,7 +67,7 @@ def build_services(settings: Settings, store: Store) -> Services:
         selection=selection, feedback=feedback, sessions=sessions,
         preferences=PreferenceService(store.preferences, store.routers, settings.layout),
         custom_routers=registry, router_training=training, prompt_optimization=runs,
-        readiness=Readiness(store, settings.prefect_api_url, settings.prefect_auth_string))
+        readiness=Readiness(store, settings.prefect_api_url, settings.prefect_auth_string), gateway=gateway)
 
 
 def single_threaded_blas() -> None:

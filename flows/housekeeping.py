@@ -19,9 +19,10 @@ from api.public_errors import public_state_message
 from api.settings import get_settings
 from flows import prefect_api
 from flows.storage_access import connect
+from storage.event_schemas import BY_TABLE
 from storage.retention import remove_inside
 
-EVENT_TABLES = ("sessions", "feedback", "llm_usage")
+EVENT_TABLES = tuple(BY_TABLE)  # every Parquet event log (storage/event_schemas.py)
 NEVER_STARTED_AFTER = timedelta(minutes=15)
 
 

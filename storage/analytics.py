@@ -28,7 +28,7 @@ from storage.owner import live_owner
 from storage.repositories.maintenance import CATALOGUE_TABLES, sql_literal
 from storage.rpc import RemoteStore
 
-EVENT_TABLES = ("sessions", "feedback", "llm_usage")
+EVENT_TABLES = tuple(BY_TABLE)  # sessions, feedback, llm_usage, gateway_calls
 LOCK_RETRIES = 10
 
 

@@ -1,5 +1,5 @@
 -- Read-side views for analysts (storage/analytics.py creates them; README "For analysts" lists the columns).
--- Inputs: events_sessions, events_feedback, events_llm_usage (the Parquet event logs, read in place, with the hive
+-- Inputs: events_sessions, events_feedback, events_llm_usage, events_gateway_calls (the Parquet event logs, read in place, with the hive
 -- `day` column) and store.* (an in-memory copy of the DuckDB catalogue tables, taken when connecting).
 -- Statements are separated by a line holding only ';'.
 
@@ -128,3 +128,38 @@ FROM store.optimization_runs r
 JOIN store.jobs j ON j.job_id = r.run_id
 LEFT JOIN store.optimization_results o ON o.run_id = r.run_id
 GROUP BY ALL
+;
+-- One row per request through the OpenAI-compatible gateway (/v1/chat/completions): what really happened beside
+-- the decision (routing_decisions, same session_id; proxied calls have no decision). Realized tokens and USD at
+-- catalogue prices; `savings_usd`: what the same tokens would have cost on the candidate of highest predicted
+-- quality, less what they cost.
+CREATE VIEW gateway_calls AS
+SELECT g.session_id, g.created_at, g.day, g.user_id, g.organization_id, g.preference_id, g.requested_model, g.mode,
+       g.stream, g.chosen, g.sticky, g.answered, g.answered IS DISTINCT FROM g.chosen AS fell_back, g.strongest,
+       g.status, g.http_status, g.attempts, g.attempt_models, g.attempt_outcomes, g.attempt_ms,
+       g.input_tokens, g.output_tokens, g.cost_usd, g.strongest_cost_usd,
+       g.strongest_cost_usd - g.cost_usd AS savings_usd, g.ttft_ms, g.latency_ms, g.error,
+       d.router_kind, d.tradeoff, d.cost_quality_tradeoff, d.chosen_estimated_cost_usd
+FROM events_gateway_calls g LEFT JOIN routing_decisions d USING (session_id)
+;
+-- Realized spend per day, preference and answering model.
+CREATE VIEW gateway_spend_daily AS
+SELECT day, preference_id, answered AS model, count(*) AS calls, sum(input_tokens) AS input_tokens,
+       sum(output_tokens) AS output_tokens, sum(cost_usd) AS cost_usd, sum(strongest_cost_usd) AS strongest_cost_usd,
+       sum(savings_usd) AS savings_usd
+FROM gateway_calls
+WHERE answered IS NOT NULL
+GROUP BY ALL
+;
+-- Per upstream model: every attempt the gateway made, its outcome and time (errors, fallbacks, latency).
+CREATE VIEW gateway_model_health AS
+SELECT model, count(*) AS attempts, count(*) FILTER (WHERE outcome = 'ok') AS answered,
+       count(*) FILTER (WHERE outcome <> 'ok') AS failed,
+       avg(CASE WHEN outcome = 'ok' THEN 0 ELSE 1 END) AS error_rate,
+       count(*) FILTER (WHERE outcome <> 'ok' AND position < n) AS fell_back_from,
+       quantile_cont(ms, 0.5) FILTER (WHERE outcome = 'ok') AS p50_first_byte_ms,
+       quantile_cont(ms, 0.95) FILTER (WHERE outcome = 'ok') AS p95_first_byte_ms
+FROM (SELECT unnest(attempt_models) AS model, unnest(attempt_outcomes) AS outcome, unnest(attempt_ms) AS ms,
+             generate_subscripts(attempt_models, 1) AS position, len(attempt_models) AS n
+      FROM events_gateway_calls)
+GROUP BY model

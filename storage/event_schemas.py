@@ -57,4 +57,37 @@ USAGE_SCHEMA = pa.schema([
     ("position", pa.int32()), ("role", pa.string()), ("latency_s", pa.float64()),
 ])
 
-BY_TABLE = {"sessions": SESSION_SCHEMA, "feedback": FEEDBACK_SCHEMA, "llm_usage": USAGE_SCHEMA}
+# One row per request to the OpenAI-compatible gateway (api/gateway/): the realized outcome beside the decision
+# (same session_id as its sessions row; a proxied call, with no decision, has a session id of its own). Never the
+# prompt or the answer: with hash_content nothing of the conversation is kept here, and without it the sessions row
+# already holds the messages.
+GATEWAY_CALL_SCHEMA = pa.schema([
+    ("session_id", pa.string()),
+    ("created_at", pa.timestamp("us", tz="UTC")),
+    ("user_id", pa.string()),
+    ("organization_id", pa.string()),
+    ("preference_id", pa.string()),
+    ("requested_model", pa.string()),               # the request's `model`: switchboard[/<preference>] or p/m
+    ("mode", pa.string()),                          # 'routed' or 'proxy'
+    ("stream", pa.bool_()),
+    ("chosen", pa.string()),                        # the router's first choice (provider/model); proxy: the model
+    ("sticky", pa.bool_()),                         # kept the previous turn's model instead of `chosen`
+    ("answered", pa.string()),                      # the model whose answer reached the caller; null if none
+    ("strongest", pa.string()),                     # the candidate of highest predicted quality (savings baseline)
+    ("status", pa.string()),                        # 'ok', 'failed' (no attempt answered), 'stream_error'
+    ("http_status", pa.int32()),                    # what the caller got
+    ("attempts", pa.int32()),                       # upstream calls made
+    ("attempt_models", pa.list_(pa.string())),      # aligned lists, one entry per upstream call, in order
+    ("attempt_outcomes", pa.list_(pa.string())),    # ok, http_429, http_5xx, timeout, connect, context_length, ...
+    ("attempt_ms", pa.list_(pa.float64())),
+    ("input_tokens", pa.int64()),                   # as the provider reported them
+    ("output_tokens", pa.int64()),
+    ("cost_usd", pa.float64()),                     # tokens at the answering model's catalogue prices
+    ("strongest_cost_usd", pa.float64()),           # the same tokens at the strongest candidate's prices
+    ("ttft_ms", pa.float64()),                      # request arrival to the first byte of the answer
+    ("latency_ms", pa.float64()),                   # request arrival to the answer's end
+    ("error", pa.string()),                         # the last failure, provider keys scrubbed
+])
+
+BY_TABLE = {"sessions": SESSION_SCHEMA, "feedback": FEEDBACK_SCHEMA, "llm_usage": USAGE_SCHEMA,
+            "gateway_calls": GATEWAY_CALL_SCHEMA}

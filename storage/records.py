@@ -58,6 +58,7 @@ class Preference(msgspec.Struct, frozen=True):
     created_at: datetime
     updated_at: datetime
     has_custom_router: bool = False
+    llm_providers: list[str] | None = None  # stored candidates, "provider/model" (the gateway's default)
 
 
 class PreferenceChanges(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -68,6 +69,7 @@ class PreferenceChanges(msgspec.Struct, frozen=True, omit_defaults=True):
     cost_quality_tradeoff: int | None | msgspec.UnsetType = msgspec.UNSET
     max_model_depth: int | None | msgspec.UnsetType = msgspec.UNSET
     hash_content: bool | None | msgspec.UnsetType = msgspec.UNSET
+    llm_providers: list[str] | None | msgspec.UnsetType = msgspec.UNSET
 
 
 TRAIN_CUSTOM_ROUTER = "train-custom-router"  # jobs.kind of a custom router training

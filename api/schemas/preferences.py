@@ -8,6 +8,8 @@ import msgspec
 from api.schemas.common import CostQualityTradeoff, ModelDepth
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, description="A label people recognise")]
+ModelName = Annotated[str, msgspec.Meta(pattern=r"^[^/\s]{1,64}/\S{1,256}$", description="provider/model")]
+StoredCandidates = Annotated[list[ModelName], msgspec.Meta(min_length=1, max_length=100)]
 
 
 class PreferenceCreateRequest(msgspec.Struct):
@@ -28,6 +30,8 @@ class UpdatePreferenceBase(msgspec.Struct):
     cost_quality_tradeoff: CostQualityTradeoff | None | msgspec.UnsetType = msgspec.UNSET
     max_model_depth: ModelDepth | None | msgspec.UnsetType = msgspec.UNSET
     hash_content: bool | None | msgspec.UnsetType = msgspec.UNSET
+    # The gateway's candidates when a request names none (docs/api.md, "OpenAI-compatible gateway").
+    llm_providers: StoredCandidates | None | msgspec.UnsetType = msgspec.UNSET
 
 
 class PreferenceResponse(msgspec.Struct):
@@ -42,6 +46,7 @@ class PreferenceResponse(msgspec.Struct):
     has_custom_router: bool
     created_at: datetime
     updated_at: datetime
+    llm_providers: list[str] | None = None
 
 
 class PreferenceDeleteResponse(msgspec.Struct):

@@ -3,9 +3,14 @@
 Custom models carry the caller's average latency. The catalogue carries no latency figures, so for catalogue
 models we use a documented proxy: time to first token plus output time, with decoding speed falling as the
 output price rises (price tracks model size across the catalogue). It only has to order candidates sensibly.
+What the gateway observes replaces these estimates once it has enough calls of a model (ObservedLatency).
 """
 
 from __future__ import annotations
+
+import statistics
+import threading
+from collections import deque
 
 from api.routing.policy import DEFAULT_OUTPUT_TOKENS
 from api.routing.router import Candidate
@@ -22,3 +27,37 @@ def estimated_latency_s(candidate: Candidate, prompt_tokens: int) -> float:
     speed = min(FASTEST_TOKENS_PER_S, max(SLOWEST_TOKENS_PER_S, speed))
     prefill = prompt_tokens / 5_000.0  # prompt processing is far faster than decoding
     return FIRST_TOKEN_S + prefill + DEFAULT_OUTPUT_TOKENS / speed
+
+
+class ObservedLatency:
+    """A rolling figure per provider/model from the calls the gateway made (api/gateway/service.py): the median of
+    the latest `window` answered calls' total latency. Once a model has `min_calls` of them it replaces the
+    estimate above (the catalogue proxy, or a custom model's declared figure) for `tradeoff="latency"`. Per API
+    worker: each worker learns from the calls it made."""
+
+    def __init__(self, min_calls: int = 10, window: int = 200, max_models: int = 10_000) -> None:
+        self.min_calls, self.window, self.max_models = min_calls, window, max_models
+        self._seen: dict[str, deque[float]] = {}
+        self._median: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, model: str, seconds: float) -> None:
+        with self._lock:
+            calls = self._seen.get(model)
+            if calls is None:
+                if len(self._seen) >= self.max_models:  # model names come from callers: keep memory bounded
+                    self._seen.clear()
+                    self._median.clear()
+                calls = self._seen[model] = deque(maxlen=self.window)
+            calls.append(seconds)
+            if len(calls) >= self.min_calls:
+                self._median[model] = statistics.median(calls)
+
+    def seconds(self, model: str) -> float | None:
+        return self._median.get(model)
+
+
+def latency_s(candidate: Candidate, prompt_tokens: int, observed: ObservedLatency | None) -> float:
+    """The observed figure once there is enough of it, else the estimate."""
+    seen = observed.seconds(candidate.key) if observed is not None else None
+    return seen if seen is not None else estimated_latency_s(candidate, prompt_tokens)

@@ -21,10 +21,10 @@ from api.routing.router import Candidate
 from api.routing.text import (MessageShapeError, count_tokens, joined, message_texts, routing_text, routing_text_of,
                               text_size)
 from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse, ToolDefinition
-from api.selection.candidates import Resolver, aggregator_format
+from api.selection.candidates import ResolvedCandidate, Resolver, aggregator_format
 from api.selection.custom_mix import mixed_quality
 from api.selection.eligibility import eligible
-from api.selection.latency import estimated_latency_s
+from api.selection.latency import ObservedLatency, latency_s
 from api.selection.personalization import FeedbackMemory
 from api.selection.sessions import SessionLog, new_session_id
 from storage.records import Preference, User
@@ -126,6 +126,20 @@ def effective_options(req: ModelSelectRequest, pref: Preference | None) -> Optio
     return Options(tradeoff, cqt, depth, hashed)
 
 
+@dataclass(frozen=True)
+class Selection:
+    """A decision with the router's whole ranking: the gateway (api/gateway/) calls the first of `ranked` and falls
+    back down the list. `quality` (predicted) and `utility` (the policy's score: quality less the priced trade-off)
+    are aligned with `ranked`."""
+
+    response: ModelSelectResponse
+    ranked: tuple[ResolvedCandidate, ...]
+    quality: tuple[float, ...]
+    utility: tuple[float, ...]
+    prompt_tokens: int
+    hashed: bool
+
+
 class SelectionService:
     def __init__(self, catalogue: Catalogue, featurizer: Featurizer, default_router: ScoringRouter,
                  preferences: PreferenceLookup, sessions: SessionLog, memory: FeedbackMemory,
@@ -135,6 +149,7 @@ class SelectionService:
         self.preferences, self.sessions, self.memory = preferences, sessions, memory
         self.custom_routers = custom_routers or NoCustomRouters()
         self.dial = dial  # None: the default router's trained schedule for everyone
+        self.observed_latency = ObservedLatency()  # fed by the gateway's calls (api/gateway/service.py)
         self._orders: dict[tuple[str, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
 
     def _key_order(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -170,6 +185,11 @@ class SelectionService:
         return body_bytes > LARGE_BODY_BYTES or request_chars(req) > LARGE_REQUEST_CHARS
 
     def select(self, req: ModelSelectRequest, user: User, type_param: str | None) -> ModelSelectResponse:
+        return self.decide(req, user, type_param).response
+
+    def decide(self, req: ModelSelectRequest, user: User, type_param: str | None) -> Selection:
+        """select(), keeping the ranking of every eligible candidate (one decision path for modelSelect and the
+        gateway)."""
         started = time.perf_counter_ns()
         if req.metric not in KNOWN_METRICS:
             raise BadRequest(f"unknown metric {req.metric!r}; supported: {', '.join(KNOWN_METRICS)}",
@@ -206,8 +226,8 @@ class SelectionService:
         cost = policy.request_cost_usd(np.array([c.input_price for c in plain]),
                                        np.array([c.output_price for c in plain]), prompt_tokens)
         # only the latency trade-off reads latency estimates
-        latency = (np.array([estimated_latency_s(c, prompt_tokens) for c in plain]) if opts.tradeoff == "latency"
-                   else None)
+        latency = (np.array([latency_s(c, prompt_tokens, self.observed_latency) for c in plain])
+                   if opts.tradeoff == "latency" else None)
         caller, order = None, None
         schedule = router.schedule
         if router is self.default_router and self.dial is not None and len(plain) > 1:
@@ -243,7 +263,11 @@ class SelectionService:
             "max_model_depth": opts.max_model_depth, "router": router_name, "personalised": personalised,
             "featurize_us": (featurized - started) // 1000, "decide_us": (done - featurized) // 1000,
         }, embedding=None if opts.hash_content else self.embedding(features).copy())
-        return ModelSelectResponse(providers=[chosen.label], session_id=session_id)
+        ranking = decision.ranking.tolist()
+        return Selection(ModelSelectResponse(providers=[chosen.label], session_id=session_id),
+                         tuple(candidates[i] for i in ranking), tuple(decision.quality[ranking].tolist()),
+                         tuple(decision.utility[ranking].tolist()),
+                         prompt_tokens, opts.hash_content)
 
     def embedding(self, features: QueryFeatures) -> np.ndarray:
         """The text-embedding part of the feature vector: what personalisation compares queries by."""

@@ -62,6 +62,13 @@ def cost_by_day_and_model(conn: duckdb.DuckDBPyConnection) -> Figure:
                           " GROUP BY ALL ORDER BY day", "LLM usage", "day", "model", "cost", "USD")
 
 
+def gateway_spend_by_day_and_model(conn: duckdb.DuckDBPyConnection) -> Figure:
+    """Realized spend through the OpenAI-compatible gateway (storage/analytics_views.sql, gateway_spend_daily)."""
+    return _stacked_chart(conn, "Gateway spend per day and answering model (USD)",
+                          "SELECT day, model, sum(cost_usd) AS cost FROM gateway_spend_daily GROUP BY ALL ORDER BY day",
+                          "gateway calls", "day", "model", "cost", "USD")
+
+
 def cost_by_task_type(conn: duckdb.DuckDBPyConnection) -> Figure:
     return _stacked_chart(conn, "LLM cost by task type and organization (USD)",
                           "SELECT task_type, organization_id, sum(cost_usd) AS cost FROM llm_cost GROUP BY ALL",

@@ -11,7 +11,8 @@ from storage.records import OPEN_JOB_STATUSES, Preference, PreferenceChanges
 
 _COLUMNS = ("preference_id, user_id, name, tradeoff, cost_quality_tradeoff, max_model_depth, hash_content,"
             " created_at, updated_at,"
-            " EXISTS (SELECT 1 FROM custom_routers r WHERE r.preference_id = p.preference_id) AS has_custom_router")
+            " EXISTS (SELECT 1 FROM custom_routers r WHERE r.preference_id = p.preference_id) AS has_custom_router,"
+            " llm_providers")
 
 
 class PreferenceRepository:
@@ -20,7 +21,8 @@ class PreferenceRepository:
 
     def create(self, user_id: str, name: str) -> Preference:
         pid, created = str(uuid.uuid4()), now()
-        self._db.run("INSERT INTO preferences VALUES (?, ?, ?, NULL, NULL, NULL, NULL, ?, ?)",
+        self._db.run("INSERT INTO preferences (preference_id, user_id, name, created_at, updated_at)"
+                     " VALUES (?, ?, ?, ?, ?)",
                      [pid, user_id, name, created, created])
         pref = self.get(user_id, pid)
         assert pref is not None

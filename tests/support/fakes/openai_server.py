@@ -9,7 +9,11 @@ Deterministic roles, recognised by the request's content:
 - reflection (GEPA's instruction writer): returns the current instruction plus OBEY_PHRASE in a ``` block.
 Usage: prompt tokens = characters / 4 of all messages, completion tokens = characters / 4 of the reply (+1 each).
 Failure injection: `failing` models always answer 500; `flaky[model] = n` fails that model's next n calls with 503;
-`rate_limited[model] = n` answers its next n calls 429; `stalled[model] = s` holds each of its calls s seconds first.
+`rate_limited[model] = n` answers its next n calls 429; `stalled[model] = s` holds each of its calls s seconds first;
+`too_long` models answer 400 context_length_exceeded; `broken_stream` models send one chunk of a stream, then cut it.
+The gateway's calls (api/gateway/): `stream: true` is answered as server-sent events (the reply in three content
+chunks, a usage chunk when stream_options.include_usage); a request with `tools` is answered with a call of the
+first tool, arguments {"location": "Paris"}. Every request body is kept in `bodies`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import Counter
@@ -31,13 +36,17 @@ def words(text: str) -> set[str]:
 
 
 class FakeOpenAI:
-    def __init__(self, delay_s: float = 0.0) -> None:
+    def __init__(self, delay_s: float = 0.0, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive  # HTTP/1.1 connections kept open between answers (benchmarks/gateway_overhead.py)
         self.answers: dict[str, str] = {}
         self.failing: set[str] = set()
         self.echo_key: set[str] = set()  # models that answer 401 quoting the bearer key they were sent
         self.flaky: dict[str, int] = {}
         self.rate_limited: dict[str, int] = {}
         self.stalled: dict[str, float] = {}
+        self.too_long: set[str] = set()
+        self.broken_stream: set[str] = set()
+        self.bodies: list[dict[str, Any]] = []
         self.call_times: list[tuple[str, float]] = []  # (model, monotonic arrival), for backoff checks
         self.delay_s = delay_s
         self.calls: list[tuple[str, str]] = []  # (model, role)
@@ -52,12 +61,23 @@ class FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if self.keep_alive else "HTTP/1.0"
+
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out as separate writes: without this, Nagle's algorithm holds the body until
+                # the client's delayed ACK (40 ms) on a kept-alive connection.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 status, payload = fake.respond(body)
+                if status == 200 and body.get("stream"):
+                    fake.stream(self, body, payload)
+                    return
                 if body.get("model") in fake.echo_key:  # as some providers and proxies do
                     status, payload = 401, {"error": {"type": "invalid_request_error", "code": "invalid_api_key",
                                                       "message": "Incorrect API key provided: "
@@ -99,6 +119,7 @@ class FakeOpenAI:
         user = " ".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
         with self._lock:
             self.call_times.append((model, time.monotonic()))
+            self.bodies.append(body)
         if self.delay_s or model in self.stalled:
             time.sleep(self.stalled.get(model, self.delay_s))
         with self._lock:
@@ -109,6 +130,11 @@ class FakeOpenAI:
             if model in self.failing:
                 self.calls.append((model, "error"))
                 return 500, {"error": {"message": f"{model} is down", "type": "server_error"}}
+            if model in self.too_long:
+                self.calls.append((model, "error"))
+                return 400, {"error": {"message": "This model's maximum context length is 8192 tokens. Please reduce "
+                                                  "the length of the messages.", "type": "invalid_request_error",
+                                       "param": "messages", "code": "context_length_exceeded"}}
             if self.flaky.get(model, 0) > 0:
                 self.flaky[model] -= 1
                 self.calls.append((model, "error"))
@@ -119,10 +145,55 @@ class FakeOpenAI:
         prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
         usage = {"prompt_tokens": prompt_chars // 4 + 1, "completion_tokens": len(text) // 4 + 1}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        finish = "stop"
+        tools = [t for t in body.get("tools") or () if isinstance(t, dict) and t.get("type") == "function"]
+        if tools and body.get("tool_choice") != "none":
+            message = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_fake_1", "type": "function",
+                 "function": {"name": tools[0]["function"]["name"], "arguments": '{"location": "Paris"}'}}]}
+            finish = "tool_calls"
         return 200, {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-                     "choices": [{"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": text}}],
+                     "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                      "usage": usage}
+
+    def stream(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], payload: dict[str, Any]) -> None:
+        """Send a completed answer as a chat-completion chunk stream (HTTP/1.0: the end of the stream closes it)."""
+        choice = payload["choices"][0]
+        text = choice["message"]["content"] or ""
+        base = {"id": payload["id"], "object": "chat.completion.chunk", "created": payload["created"],
+                "model": payload["model"]}
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        if choice["message"].get("tool_calls"):
+            calls = [dict(c, index=i) for i, c in enumerate(choice["message"]["tool_calls"])]
+            deltas.append({"tool_calls": calls})
+        else:
+            third = max(1, len(text) // 3)
+            deltas += [{"content": text[i:i + third]} for i in range(0, len(text), third)]
+        chunks = [dict(base, choices=[{"index": 0, "delta": d, "finish_reason": None}]) for d in deltas]
+        chunks.append(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append(dict(base, choices=[], usage=payload["usage"]))
+        events = [f"data: {json.dumps(c)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        broken = body.get("model") in self.broken_stream
+        chunked = self.keep_alive and not broken  # as providers stream: chunked, the connection kept for reuse
+        if chunked:
+            handler.send_header("transfer-encoding", "chunked")
+            events = [b"%x\r\n%s\r\n" % (len(raw), raw) for raw in events] + [b"0\r\n\r\n"]
+        else:
+            handler.send_header("connection", "close")  # the end of the stream is the end of the connection
+            handler.close_connection = True
+        if broken:  # promise more than is sent, then close: the client sees the body cut short
+            handler.send_header("content-length", str(sum(map(len, events)) + 1000))
+        handler.end_headers()
+        try:
+            for raw in events[:1] if broken else events:
+                handler.wfile.write(raw)
+                handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _play(self, model: str, system: str, user: str) -> tuple[str, str]:
         if "I provided an assistant with" in user:

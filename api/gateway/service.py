@@ -1,0 +1,231 @@
+"""One chat completion through the gateway: decide (modelSelect's own decision path), keep a conversation on its
+model, call the first candidate, fall back down the router's ranking before the first byte, record the outcome.
+No web framework here: api/controllers/gateway.py turns the result into a response."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import msgspec
+
+from api.errors import ApiError
+from api.gateway import wire
+from api.gateway.calls import Call, CallLog
+from api.gateway.relay import first_data, relay, upstream_error
+from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport, lines,
+                                  not_configured_message, redact)
+from api.schemas.model_select import LLMProvider
+from api.selection.candidates import ResolvedCandidate
+from api.selection.service import SelectionService
+from api.selection.sessions import SessionLog, new_session_id
+from api.settings import OptimizeSettings, Settings
+from storage.interfaces import Preferences
+from storage.records import User
+
+
+class ProviderNotConfigured(ApiError):
+    status, code, type = 400, "PROVIDER_NOT_CONFIGURED", "invalid_request_error"
+
+
+class UpstreamFailed(ApiError):
+    status, code, type = 502, "UPSTREAM_FAILED", "api_error"
+
+
+class UpstreamRejected(ApiError):
+    code, type = "UPSTREAM_REJECTED", "invalid_request_error"
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Answer:
+    body: bytes
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Streamed:
+    events: AsyncIterator[bytes]
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Who may answer, in order, and what the decision was."""
+
+    ranked: list[ResolvedCandidate]
+    session_id: str
+
+
+class GatewayService:
+    def __init__(self, selection: SelectionService, sessions: SessionLog, calls: CallLog, preferences: Preferences,
+                 settings: Settings) -> None:
+        self.selection, self.sessions, self.calls, self.preferences = selection, sessions, calls, preferences
+        self.keys: OptimizeSettings = settings.optimize or OptimizeSettings()
+        self.max_attempts = settings.gateway_max_attempts
+        self.sticky_margin = settings.gateway_sticky_margin
+        self.upstream = Upstream(settings.gateway_connect_timeout_s, settings.gateway_first_byte_timeout_s)
+
+    async def aclose(self) -> None:
+        await self.upstream.aclose()
+
+    def close(self) -> None:
+        self.calls.close()
+
+    async def complete(self, body: dict[str, Any], body_bytes: int, user: User) -> Answer | Streamed:
+        req = wire.parse(body)
+        goal = wire.target(req.model)
+        stream = bool(req.stream)
+        if goal.routed:
+            call = Call(user, "", req.model, "routed", stream, preference_id=goal.preference_id)
+            plan = await self._route(req, goal, body_bytes, user, call)
+        else:
+            call = Call(user, new_session_id(), req.model, "proxy", stream, hashed=bool(req.hash_content))
+            ranked = self.selection.resolve([LLMProvider(provider=goal.provider, model=goal.model)], False)
+            call.chosen, call.strongest = ranked[0].candidate.key, ranked[0]
+            plan = Plan(ranked, call.session_id)
+        call.session_id, call.messages = plan.session_id, req.messages
+        want_usage = bool((req.stream_options or {}).get("include_usage"))
+        return await self._call(body, plan.ranked, call, stream, want_usage)
+
+    async def _route(self, req: wire.ChatRequest, goal: wire.Target, body_bytes: int, user: User,
+                     call: Call) -> Plan:
+        stored = None
+        if req.llm_providers is None and goal.preference_id is not None:
+            pref = (self.selection.preference(user, goal.preference_id)
+                    if self.selection.preferences.cached(goal.preference_id)  # else a store call: off the loop
+                    else await anyio.to_thread.run_sync(self.selection.preference, user, goal.preference_id))
+            stored = pref.llm_providers if pref is not None else None
+        sreq = wire.selection_request(req, goal, stored)
+        if self.selection.may_block(sreq, body_bytes):
+            selected = await anyio.to_thread.run_sync(self.selection.decide, sreq, user, None)
+        else:
+            selected = self.selection.decide(sreq, user, None)
+        ranked = list(selected.ranked)
+        call.chosen, call.hashed = ranked[0].candidate.key, selected.hashed
+        call.strongest = ranked[max(range(len(ranked)), key=selected.quality.__getitem__)]
+        previous = (await self._previous_model(req.previous_session, user) if req.previous_session
+                    else self.calls.continued(req.messages, user.user_id))
+        if previous is not None:
+            keys = [c.candidate.key for c in ranked]
+            if previous in keys[1:]:
+                j = keys.index(previous)
+                # Stay unless the router's first choice beats the previous model by more than the margin.
+                if selected.utility[0] - selected.utility[j] <= self.sticky_margin:
+                    ranked.insert(0, ranked.pop(j))
+                    call.sticky = True
+        return Plan(ranked, selected.response.session_id)
+
+    async def _previous_model(self, session_id: str, user: User) -> str | None:
+        """The model that answered a previous gateway turn, else the model modelSelect chose for that session."""
+        found = self.calls.answered(session_id, user.user_id)
+        if found is not None:
+            return found
+        row = await anyio.to_thread.run_sync(self.sessions.find, session_id)  # may read the log: off the loop
+        if row is None or row.get("user_id") != user.user_id:
+            return None
+        return row.get("chosen")
+
+    async def _call(self, body: dict[str, Any], ranked: list[ResolvedCandidate], call: Call, stream: bool,
+                    want_usage: bool) -> Answer | Streamed:
+        reachable = [(c, ep) for c in ranked if (ep := endpoint(c.candidate.provider, self.keys)) is not None]
+        if not reachable:
+            call.http_status, call.error = 400, "no provider configured"
+            self.calls.record(call)
+            raise ProviderNotConfigured(not_configured_message([c.candidate.provider for c in ranked]),
+                                        details={"candidates": [c.candidate.key for c in ranked]})
+        failure: Failure | None = None
+        for candidate, ep in reachable[: self.max_attempts]:
+            payload = wire.forwarded(body, candidate.candidate.model, stream)
+            began = call.begin_attempt()
+            try:
+                if stream:
+                    outcome = await self._open_stream(ep, payload, candidate, call, want_usage)
+                else:
+                    outcome = await self._post(ep, payload, candidate, call)
+            except self.upstream.errors as exc:
+                outcome = failed_transport(exc, self.upstream.connect_errors)
+            if not isinstance(outcome, Failure):
+                call.attempt(candidate.candidate.key, "ok", began)
+                if isinstance(outcome, Answer):
+                    self.calls.record(call)  # a stream is recorded when it ends (api/gateway/relay.py)
+                return outcome
+            failure = outcome
+            call.attempt(candidate.candidate.key, failure.outcome, began)
+            call.error = redact(failure.message, self.keys.secrets)[:500]
+            if not failure.retryable:
+                call.http_status, call.latency_ms = failure.status, call.since_start_ms()
+                self.calls.record(call)
+                raise UpstreamRejected(failure.status, f"{candidate.candidate.key} refused the request: {call.error}")
+        assert failure is not None
+        call.http_status, call.latency_ms = UpstreamFailed.status, call.since_start_ms()
+        self.calls.record(call)
+        tried = ", ".join(f"{m} ({o})" for m, o in zip(call.attempt_models, call.attempt_outcomes))
+        raise UpstreamFailed(f"no candidate answered after {len(call.attempt_models)} attempt(s): {tried}; "
+                             f"last error: {call.error}",
+                             details={"attempts": len(call.attempt_models), "session_id": call.session_id})
+
+    def _headers(self, call: Call, candidate: ResolvedCandidate) -> dict[str, str]:
+        return {"x-switchboard-session-id": call.session_id, "x-switchboard-model": candidate.candidate.key,
+                "x-switchboard-attempts": str(len(call.attempt_models) + 1)}
+
+    async def _post(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call) -> Answer | Failure:
+        status, content = await self.upstream.post(ep, payload)
+        if status != 200:
+            return failed_status(status, content)
+        try:
+            data = msgspec.json.decode(content)
+        except msgspec.DecodeError:
+            return Failure("bad_response", True, 502, "the provider's answer was not JSON")
+        if not isinstance(data, dict) or "choices" not in data:
+            return Failure("bad_response", True, 502, "the provider's answer was not a chat completion")
+        data["model"] = candidate.candidate.key
+        call.usage(data.get("usage"))
+        choices = data.get("choices")
+        if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
+            call.answer_parts.append(str(choices[0]["message"].get("content") or ""))
+        call.answered, call.status, call.http_status = candidate, "ok", 200
+        call.ttft_ms = call.latency_ms = call.since_start_ms()
+        self.selection.observed_latency.add(candidate.candidate.key, call.attempt_seconds())
+        return Answer(msgspec.json.encode(data), self._headers(call, candidate))
+
+    async def _open_stream(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call,
+                           want_usage: bool) -> Streamed | Failure:
+        response = await self.upstream.open(ep, payload)
+        try:
+            if response.status != 200:
+                failure = failed_status(response.status, await response.read())
+            else:
+                events = lines(response)
+                first = await first_data(events)  # nothing reached the caller before this arrives: fallback is safe
+                problem = upstream_error(first) if first is not None else None
+                if first is None:
+                    failure = Failure("empty_stream", True, 502, "the provider's stream ended before its first event")
+                elif problem is not None:
+                    failure = Failure("error_event", True, 502, problem)
+                else:
+                    call.answered = candidate
+                    return Streamed(relay(response, events, first, candidate.candidate.key, want_usage, call,
+                                          self._stream_ended, self.upstream.errors), self._headers(call, candidate))
+        except BaseException:
+            response.close()
+            raise
+        response.close()
+        return failure
+
+    def _stream_ended(self, call: Call) -> None:
+        if call.status == "ok" and call.answered is not None:
+            self.selection.observed_latency.add(call.answered.candidate.key, call.attempt_seconds())
+        self.calls.record(call)
+
+    def model_list(self, user: User) -> bytes:
+        """GET /v1/models: the routing names this key may use, as OpenAI's model list."""
+        names = [wire.ROUTING_NAME] + [f"{wire.ROUTING_NAME}/{p.preference_id}"
+                                       for p in self.preferences.for_user(user.user_id)]
+        return msgspec.json.encode({"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "switchboard"} for name in names]})

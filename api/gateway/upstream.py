@@ -1,0 +1,156 @@
+"""Where each provider's OpenAI-compatible endpoint is, and one pooled async HTTP client to call them.
+
+A direct client rather than LiteLLM: every provider the catalogue lists has an OpenAI-compatible chat endpoint and
+the body is forwarded as sent, so there is nothing to translate, and LiteLLM would load its whole provider layer
+into the API process.
+
+Provider keys and base URLs come from the server's environment only, as for prompt optimization
+(SWITCHBOARD_<PROVIDER>_API_KEY / _API_BASE, SWITCHBOARD_LLM_API_KEY / _API_BASE for every provider; api/settings.py);
+a caller can neither send one nor see one: errors are scrubbed of every key the environment holds."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from api.settings import OptimizeSettings
+
+# The providers' own OpenAI-compatible endpoints, used when a key is set and no base URL overrides them.
+DEFAULT_BASES = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com/v1",
+    "google": "https://generativelanguage.googleapis.com/v1beta/openai",
+    "mistral": "https://api.mistral.ai/v1",
+    "togetherai": "https://api.together.xyz/v1",
+    "cohere": "https://api.cohere.ai/compatibility/v1",
+    "perplexity": "https://api.perplexity.ai",
+    "deepseek": "https://api.deepseek.com/v1",
+    "xai": "https://api.x.ai/v1",
+    "moonshot": "https://api.moonshot.ai/v1",
+    "zai": "https://api.z.ai/api/paas/v4",
+}
+CONTEXT_MARKERS = ("context_length_exceeded", "context length", "context window", "maximum context",
+                   "too many tokens", "prompt is too long", "reduce the length", "string_above_max_length")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    url: str  # .../chat/completions
+    headers: dict[str, str]
+
+
+def endpoint(provider: str, settings: OptimizeSettings) -> Endpoint | None:
+    """The provider's chat endpoint, or None when this server has neither a base URL nor a key for it."""
+    base, key = settings.api_base(provider), settings.api_key(provider)
+    if not base:
+        if not key or provider not in DEFAULT_BASES:
+            return None
+        base = DEFAULT_BASES[provider]
+    headers = {"content-type": "application/json", "accept": "application/json"}
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    return Endpoint(base.rstrip("/") + "/chat/completions", headers)
+
+
+def not_configured_message(providers: list[str]) -> str:
+    names = ", ".join(sorted(set(providers)))
+    one = providers[0].upper()
+    return (f"no provider credentials on this server for {names}: set SWITCHBOARD_{one}_API_KEY (a key for the "
+            f"provider's own endpoint) or SWITCHBOARD_{one}_API_BASE (an OpenAI-compatible server; "
+            "SWITCHBOARD_LLM_API_BASE for every provider)")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An upstream call that did not answer. `retryable`: another candidate may answer instead (before the first
+    byte reached the caller); otherwise the caller gets `status` and `message` (a request the provider refused)."""
+
+    outcome: str  # recorded per attempt: timeout, connect, http_429, http_503, context_length, ...
+    retryable: bool
+    status: int
+    message: str
+
+
+def failed_status(status: int, body: bytes) -> Failure:
+    text = body[:2000].decode("utf-8", "replace")
+    if status == 429:
+        return Failure("http_429", True, status, text)
+    if status >= 500:
+        return Failure(f"http_{status}", True, status, text)
+    if status == 413:
+        return Failure("payload_too_large", True, status, text)
+    if status in (400, 422) and any(marker in text.lower() for marker in CONTEXT_MARKERS):
+        return Failure("context_length", True, status, text)
+    if status in (401, 403):  # this server's key, not the caller's request: the caller sees a 502
+        return Failure(f"http_{status}", False, 502, "the provider refused this server's credentials")
+    return Failure(f"http_{status}", False, status, text)
+
+
+def failed_transport(exc: BaseException, connect_errors: tuple[type[BaseException], ...]) -> Failure:
+    if isinstance(exc, connect_errors):
+        return Failure("connect", True, 502, f"could not connect to the provider ({type(exc).__name__})")
+    if isinstance(exc, TimeoutError):
+        return Failure("timeout", True, 504, "the provider sent nothing in time")
+    return Failure("transport", True, 502, f"the connection to the provider failed ({type(exc).__name__})")
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
+class Upstream:
+    """One pooled aiohttp session, made on the first gateway call inside the serving event loop (so a process that
+    only answers modelSelect never imports aiohttp) and closed with the app. aiohttp rather than httpx, which the
+    API already loads: measured here, 0.18 ms of CPU per upstream call against httpx's 0.79 ms, which on a busy
+    worker is most of what the gateway adds (docs/benchmarks.md, issue 22)."""
+
+    def __init__(self, connect_timeout_s: float, first_byte_timeout_s: float) -> None:
+        self.connect_timeout_s, self.first_byte_timeout_s = connect_timeout_s, first_byte_timeout_s
+        self._session: Any = None
+        self.errors: tuple[type[BaseException], ...] = (TimeoutError, OSError)  # completed on first use
+        self.connect_errors: tuple[type[BaseException], ...] = (ConnectionRefusedError,)
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            # lazy: aiohttp loads with the first gateway call, never in a process that only answers modelSelect
+            import aiohttp
+
+            self.errors = (aiohttp.ClientError, TimeoutError, OSError)
+            self.connect_errors = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+            # sock_read bounds each wait for bytes: the first byte of an answer, and each gap inside a stream.
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=1000, limit_per_host=0, keepalive_timeout=60),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout_s,
+                                              sock_read=self.first_byte_timeout_s),
+                trust_env=False, auto_decompress=True, raise_for_status=False)
+        return self._session
+
+    async def post(self, endpoint: Endpoint, payload: bytes) -> tuple[int, bytes]:
+        async with self.session.post(endpoint.url, data=payload, headers=endpoint.headers) as response:
+            return response.status, await response.read()
+
+    async def open(self, endpoint: Endpoint, payload: bytes) -> Any:
+        """A streaming response, headers read, body not: the caller reads `lines(response)` and closes it."""
+        return await self.session.post(endpoint.url, data=payload, headers=endpoint.headers)
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+async def lines(response: Any) -> AsyncIterator[str]:
+    """The lines of a streaming body, however long (aiohttp's own line reader refuses lines over 128 KiB: a large
+    tool call's arguments can be one)."""
+    pending = b""
+    async for chunk in response.content.iter_any():
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if pending:
+        yield pending.decode("utf-8", "replace")
