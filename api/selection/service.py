@@ -236,6 +236,10 @@ class SelectionService:
             order, sorted_keys = self._key_order(plain)
             caller = (user.user_id, pref.preference_id if pref else "", sorted_keys)
             schedule = self.dial.schedule_for(caller, [plain[i] for i in order], router.schedule)
+            if opts.tradeoff == "latency":
+                # The dial's lambdas are calibrated on cost positions, not latency ones (with equal prices they are
+                # all 0 and latency would move nothing): the latency trade-off keeps the router's stored schedule.
+                schedule = router.schedule
             quality = quality + tie_breaker(scored_text, len(plain))
         try:
             decision = policy.choose(quality, cost, latency_s=latency, cost_quality_tradeoff=opts.cost_quality_tradeoff,
