@@ -55,9 +55,8 @@ def publish_evaluation(result: dict) -> None:
     many = [{"benchmark": benchmark, **figures} for benchmark, figures in heldout.items() if "best_single" in figures]
     if many:
         create_table_artifact(key="default-router-heldout-many-models", table=many,
-                              description="Default router choosing among each set's own models (RouterDC's 7, "
-                                          "MMLU-Pro's 29, ZeroEval's CRUX 49 and MATH-L5 41) on held-out rows (CMMLU: "
-                                          "never trained on): accuracy against the best single model")
+                              description="Default router choosing among RouterDC's 7 open models on held-out rows "
+                                          "(CMMLU: never trained on): accuracy against the best single model")
 
 
 ENCODER_FILES = ("encoder.json", "static_embedding.npy")
@@ -93,7 +92,7 @@ def train_default_router_flow(data_dir: str = str(DEFAULT_DATA), artefact_dir: s
     heldout = result["heldout"]
     logger.info("held-out APGR (GPT-4-1106 vs Mixtral): %s",
                 {k: v["router"]["apgr"] for k, v in heldout.items() if "oracle" in v})
-    logger.info("held-out accuracy among each set's models (router / best single model): %s",
+    logger.info("held-out accuracy among RouterDC's 7 models (router / best single model): %s",
                 {k: (v["router"], v["best_single"]) for k, v in heldout.items() if "best_single" in v})
     logger.info("the retrained artefact %s the committed one (%s)%s", "reproduces" if outcome["reproduces_committed"]
                 else "differs from", outcome["reproduction"],

@@ -6,19 +6,14 @@
 2. The skill model (api/routing/skills.py): the query's need for knowledge, maths and code against each model's
    skills on those axes, learned from many models' per-query outcomes (RouteLLM and RouterDC), so specialists win
    the queries of their speciality.
-The per-prompt prediction is (1 - blend) * first + blend * second, the blend chosen at training by validation on
-the training split (flows/default_router/train.py). The floor then shrinks it toward the candidate's mean quality on
-the stored reference prompts nearest the query, mean + alpha(q) * (prediction - mean), by a per-axis factor learned
-by leaving benchmarks out (flows/default_router/floor.py): where the per-prompt signal does not carry to unseen
-benchmarks, the router routes as the best single model on prompts like the query. Any model gets a score: from its
-figures, a family match, or the uncertain prior (api/routing/capability.py). Inference is a handful of dot
-products per query: numpy only.
+The prediction is (1 - blend) * first + blend * second, the blend chosen at training by validation on the training
+split (flows/default_router/train.py). Any model gets a score: from its figures, a family match, or the uncertain
+prior (api/routing/capability.py). Inference is a handful of dot products per query: numpy only.
 
 Artefact (datasets/default_router/, written by flows/default_router/train.py):
 - encoder.json, static_embedding.npy, tokenizer.json: the text encoder (api/routing/features.py);
 - router.json: feature_version, both scorers, the blend, the stored trade-off schedule (used until the dial has
-  calibrated on a caller, api/routing/dial.py), the imputation lines, the floor (shrinkage per axis,
-  the reference prompts' heads), the training report.
+  calibrated on a caller, api/routing/dial.py), the fallback line and imputation, the training report.
 Loading refuses an artefact whose feature_version differs from the code's FEATURE_VERSION.
 """
 
@@ -94,18 +89,6 @@ class DefaultRouter:
             w_all.append(w_skills)
             b_all.append(b_skills)
         self._w_all, self._b_all = np.vstack(w_all), np.concatenate(b_all)
-        # The floor (flows/default_router/floor.py): per-axis shrinkage of the per-prompt deviation toward each
-        # candidate's mean quality on the nearest reference prompts (their stored heads). Needs the need head.
-        floor = spec.get("floor") if self.skills is not None else None
-        self._shrinkage = np.asarray(floor["shrinkage"], np.float64) if floor else None
-        self._reference = np.asarray(floor["reference_heads"], np.float64) if floor else None
-        if self._reference is not None and self._reference.shape[1] != len(self._b_all):
-            raise FeatureVersionMismatch("the floor's reference heads do not match the query heads")
-        if self._reference is not None:
-            self._reference_scale = self._reference.std(axis=0) + 1e-9
-            self._reference_scaled = self._reference / self._reference_scale
-            self._reference_norms = (self._reference_scaled ** 2).sum(axis=1)
-            self._neighbours = int(floor["neighbours"])
 
     def _query_heads(self, x: np.ndarray) -> np.ndarray:
         z = self._w_all @ x + self._b_all
@@ -113,17 +96,6 @@ class DefaultRouter:
         if g > 0.0:
             z[:2] += g * (self._w_gated @ x)
         return z
-
-    def query_heads_batch(self, vectors: np.ndarray) -> np.ndarray:
-        """(n, heads) raw query heads of feature vectors (n, d): rows as _w_all, the gate applied."""
-        z = vectors @ self._w_all.T + self._b_all
-        z[:, :2] += self.featurizer.gate(vectors)[:, None] * (vectors @ self._w_gated.T)
-        return z
-
-    def need(self, z: np.ndarray) -> np.ndarray:
-        """(n, axes) the skill model's need of each query from its raw heads (n, heads)."""
-        e = np.exp(z[:, 4:] - z[:, 4:].max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
 
     def heads(self, features: QueryFeatures) -> tuple[float, float]:
         """(difficulty, discrimination) of the query."""
@@ -150,9 +122,9 @@ class DefaultRouter:
             self._capability_cache[key] = value
         return value
 
-    def _skill_inputs(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(knowledge capabilities, skills (m, axes), offsets, predictions on the reference prompts (refs, m)) of a
-        candidate set; memoised per set, since callers send the same list again and again."""
+    def _skill_inputs(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(knowledge capabilities, skills (m, axes), offsets) of a candidate set; memoised per set, since callers
+        send the same list again and again."""
         key = tuple((c.provider, c.model, c.output_price, c.context_length) for c in candidates)
         found = self._inputs_cache.get(key)
         if found is None:
@@ -160,50 +132,28 @@ class DefaultRouter:
                 self._inputs_cache.clear()
             profiles = [self._profile(c) for c in candidates]
             skills = np.stack([p[1] for p in profiles]) if profiles else np.zeros((0, len(AXES)))
-            caps, offsets = np.array([p[0] for p in profiles]), np.array([p[2] for p in profiles])
-            means = (self._raw(self._reference, caps, skills, offsets) if self._reference is not None
-                     else np.zeros((1, len(candidates))))
-            found = self._inputs_cache[key] = (caps, skills, offsets, means)
+            found = self._inputs_cache[key] = (np.array([p[0] for p in profiles]), skills,
+                                               np.array([p[2] for p in profiles]))
         return found
 
-    def _raw(self, z: np.ndarray, caps: np.ndarray, skills: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """(n, m) the scorers' blended per-prompt prediction from raw query heads (n, heads)."""
-        irt = _sigmoid(np.logaddexp(0.0, z[:, 1:2]) * (caps[None, :] - z[:, 0:1]))
+    def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
+        z = self._query_heads(features.vector)
+        caps, skills, offsets = self._skill_inputs(candidates)
+        irt = _sigmoid(np.logaddexp(0.0, z[1]) * (caps - z[0]))
         if self.skills is None or self.blend == 0.0:
             return irt
-        return (1.0 - self.blend) * irt + self.blend * self.skills.predict_from_heads(z[:, 2:], skills, offsets)
-
-    def raw_quality(self, z: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
-        """(n, m) per-prompt prediction before the floor (training measures the floor with it)."""
-        caps, skills, offsets, _ = self._skill_inputs(candidates)
-        return self._raw(z, caps, skills, offsets)
-
-    def _anchor(self, z: np.ndarray, on_reference: np.ndarray) -> np.ndarray:
-        """(n, m) each candidate's mean prediction over the reference prompts nearest each query in head space
-        (standardised heads): its mean quality on prompts like this one."""
-        # Squared distance less the query's own norm (the same for every reference): one (n, 7) x (7, refs) product.
-        d = self._reference_norms[None, :] - 2.0 * (z / self._reference_scale) @ self._reference_scaled.T
-        nearest = np.argpartition(d, self._neighbours - 1, axis=1)[:, :self._neighbours]
-        return on_reference[nearest].mean(axis=1)
-
-    def mean_quality(self, z: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
-        """(n, m) each candidate's mean quality on prompts like each query (the floor's anchor)."""
-        return self._anchor(z, self._skill_inputs(candidates)[3])
-
-    def _floored(self, z: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
-        caps, skills, offsets, on_reference = self._skill_inputs(candidates)
-        raw = self._raw(z, caps, skills, offsets)
-        if self._shrinkage is None:
-            return raw
-        mean = self._anchor(z, on_reference)
-        return mean + (self.need(z) @ self._shrinkage)[:, None] * (raw - mean)
-
-    def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
-        return self._floored(self._query_heads(features.vector)[None, :], candidates)[0]
+        return (1.0 - self.blend) * irt + self.blend * self.skills.predict_from_heads(z[None, 2:], skills, offsets)[0]
 
     def predict_quality_batch(self, vectors: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
         """(n, m) quality of many queries' feature vectors (the trade-off dial's calibration pool)."""
-        return self._floored(self.query_heads_batch(vectors), candidates)
+        out = vectors @ self._w_shared.T + self._bias
+        out = out + self.featurizer.gate(vectors)[:, None] * (vectors @ self._w_gated.T)
+        d, a = out[:, 0], np.logaddexp(0.0, out[:, 1])
+        caps, skills, offsets = self._skill_inputs(candidates)
+        irt = _sigmoid(a[:, None] * (caps[None, :] - d[:, None]))
+        if self.skills is None or self.blend == 0.0:
+            return irt
+        return (1.0 - self.blend) * irt + self.blend * self.skills.predict(vectors, skills, offsets)
 
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
         """Where each candidate's capability came from: 'prior' (its own figures), 'family' (another snapshot or

@@ -10,7 +10,6 @@ from api.routing.router import Candidate
 from flows.default_router.data import BenchmarkItems
 from flows.default_router.multi import Outcomes
 from flows.default_router.pair_irt import PAIR
-from flows.default_router.shared_sets import model_key
 from flows.default_router.sweep import evaluate_pair
 from flows.evaluation import oracle_curve, summarize, threshold_curve
 
@@ -27,24 +26,22 @@ def routing_gain(router: DefaultRouter, o: Outcomes, X: np.ndarray, fold: int) -
         apgr = summarize(threshold_curve(q[:, 0] - q[:, 1], strong, weak), float(weak.mean()), float(strong.mean()))
         oracle = summarize(oracle_curve(strong, weak), float(weak.mean()), float(strong.mean()))
         return (apgr.apgr - 0.5) / max(oracle.apgr - 0.5, 1e-9)
-    q = router.predict_quality_batch(X[rows], many_models(o))
-    picks = np.where(np.isnan(o.scores[rows]), -np.inf, q).argmax(axis=1)  # among the models that ran the row
+    picks = router.predict_quality_batch(X[rows], many_models(o)).argmax(axis=1)
     chosen = float(scores[np.arange(len(picks)), picks].mean())
     random, oracle = float(scores.mean()), float(scores.max(axis=1).mean())
     return (chosen - random) / max(oracle - random, 1e-9)
 
 
 def many_models(o: Outcomes) -> list[Candidate]:
-    """A set's models as candidates under their keys (flows/default_router/shared_sets.py), equal prices: routing
-    on quality alone."""
-    return [Candidate(*model_key(m).split("/", 1), 1.0, 1.0) for m in o.models]
+    """RouterDC's open models as candidates: all 7-8B, so equal prices (routing on quality alone)."""
+    return [Candidate("huggingface", m, 1.0, 1.0) for m in o.models]
 
 
 def heldout_report(router: DefaultRouter, pairs: dict[str, BenchmarkItems], sets: dict[str, Outcomes],
                    features: dict[str, np.ndarray], schedule: list[float], trained: tuple[str, ...]) -> dict:
     """Pairs (RouteLLM, on their own score scale): APGR and friends on the held-out fold through the real policy,
     MT-Bench whole (never trained on). Many models (RouterDC): accuracy of the predicted-best model against the
-    best single model on the held-out fold (rows every model ran), or every row of a set never trained on (CMMLU)."""
+    best single model on the held-out fold, or every row of a set never trained on (CMMLU)."""
     out = {}
     for name, items in pairs.items():
         held = items.heldout
@@ -54,7 +51,6 @@ def heldout_report(router: DefaultRouter, pairs: dict[str, BenchmarkItems], sets
         if o.source == "routellm":
             continue
         rows = o.heldout if key in trained else np.ones(len(o.prompts), dtype=bool)
-        rows = rows & ~np.isnan(o.scores).any(axis=1)  # rows every model of the set ran (MMLU-Pro has blanks)
         picks = router.predict_quality_batch(features[key][rows], many_models(o)).argmax(axis=1)
         scores = np.nan_to_num(o.scores[rows])
         singles = scores.mean(axis=0)
