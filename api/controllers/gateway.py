@@ -3,12 +3,14 @@ api/gateway/service.py; errors on /v1 take OpenAI's error shape (api/error_respo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from litestar import MediaType, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from litestar.response import Stream
+from litestar.types import Receive, Scope, Send
 
 from api.auth import SECURITY
 from api.dependencies import after_auth
@@ -24,8 +26,30 @@ async def chat_completions(data: JSONBody[dict[str, Any]], user: NamedDependency
                            gateway: NamedDependency[GatewayService], request: Request) -> Response | Stream:
     result = await gateway.complete(data, len(await request.body()), user)
     if isinstance(result, Answer):
-        return Response(content=result.body, media_type=MediaType.JSON, headers=result.headers)
+        return AnswerResponse(result.after, content=result.body, media_type=MediaType.JSON, headers=result.headers)
     return Stream(result.events, media_type="text/event-stream", headers={**result.headers, "cache-control": "no-cache"})
+
+
+class AnswerResponse(Response):
+    """An answer whose record is written once it is sent, so the caller does not wait for it, and also when the
+    sending fails (a caller that left still had a call made and paid for). On the event loop: a thread hop would
+    cost more than the work."""
+
+    def __init__(self, after: Callable[[], None] | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.after = after
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> Any:
+        sent, after = super().to_asgi_response(*args, **kwargs), self.after
+
+        async def respond(scope: Scope, receive: Receive, send: Send) -> None:
+            try:
+                await sent(scope, receive, send)
+            finally:
+                if after is not None:
+                    after()
+
+        return respond
 
 
 @get("/v1/models", operation_id="listRoutingModels", tags=["gateway"], summary="Routing names this key may use",

@@ -4,7 +4,7 @@ No web framework here: api/controllers/gateway.py turns the result into a respon
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ class UpstreamRejected(ApiError):
 class Answer:
     body: bytes
     headers: dict[str, str]
+    after: Callable[[], None] | None = None  # the call's record: run once the answer is sent (off its latency)
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,7 @@ class GatewayService:
                 outcome = failed_transport(exc, self.upstream.connect_errors)
             if not isinstance(outcome, Failure):
                 call.attempt(candidate.candidate.key, "ok", began)
-                if isinstance(outcome, Answer):
-                    self.calls.record(call)  # a stream is recorded when it ends (api/gateway/relay.py)
+                # recorded once the answer is sent (the controller's background task); a stream, when it ends
                 return outcome
             failure = outcome
             call.attempt(candidate.candidate.key, failure.outcome, began)
@@ -178,21 +178,21 @@ class GatewayService:
         status, content = await self.upstream.post(ep, payload)
         if status != 200:
             return failed_status(status, content)
-        try:
-            data = msgspec.json.decode(content)
-        except msgspec.DecodeError:
-            return Failure("bad_response", True, 502, "the provider's answer was not JSON")
-        if not isinstance(data, dict) or "choices" not in data:
+        read = wire.answer_body(content, candidate.candidate.key)
+        if read is None:
             return Failure("bad_response", True, 502, "the provider's answer was not a chat completion")
-        data["model"] = candidate.candidate.key
-        call.usage(data.get("usage"))
-        choices = data.get("choices")
-        if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
-            call.answer_parts.append(str(choices[0]["message"].get("content") or ""))
+        body, answer = read
         call.answered, call.status, call.http_status = candidate, "ok", 200
         call.ttft_ms = call.latency_ms = call.since_start_ms()
+        call.usage(answer.usage)
+        choice = answer.choices[0] if answer.choices else None
+        if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
+            call.answer_parts.append(str(choice["message"].get("content") or ""))  # the conversation's digest
+        # What the next request may read is updated before the answer leaves (a follow-up can arrive before this
+        # coroutine resumes); only the log row waits until it is sent.
         self.selection.observed_latency.add(candidate.candidate.key, call.attempt_seconds())
-        return Answer(msgspec.json.encode(data), self._headers(call, candidate))
+        self.calls.remember(call)
+        return Answer(body, self._headers(call, candidate), lambda: self.calls.log(call))
 
     async def _open_stream(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call,
                            want_usage: bool) -> Streamed | Failure:

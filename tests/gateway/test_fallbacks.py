@@ -128,7 +128,8 @@ def test_every_attempt_and_the_outcome_are_recorded_beside_the_decision(oai: ope
     _, session_id = answered_by_second(oai)
     found = rows(gateway_api, "SELECT chosen, answered, fell_back, status, http_status, attempts, attempt_models, "
                  "attempt_outcomes, input_tokens, output_tokens, cost_usd, strongest, savings_usd, ttft_ms, latency_ms,"
-                 f" router_kind FROM gateway_calls WHERE session_id = '{session_id}'", 1)
+                 f" router_kind FROM gateway_calls WHERE session_id = '{session_id}'"
+                 " AND router_kind IS NOT NULL", 1)  # the two logs flush on their own timers: wait for both
     (chosen, answered, fell_back, status, http_status, attempts, models, outcomes, tokens_in, tokens_out, cost,
      strongest, savings, ttft, latency, router_kind) = found[0]
     assert (chosen, answered, fell_back) == (f"openai/{FIRST}", f"openai/{SECOND}", True)
