@@ -67,9 +67,9 @@ class GatewayService:
     def __init__(self, selection: SelectionService, sessions: SessionLog, calls: CallLog, preferences: Preferences,
                  settings: Settings) -> None:
         self.selection, self.sessions, self.calls, self.preferences = selection, sessions, calls, preferences
+        selection.answered = calls.answered  # a follow-up names the model that answered, not only the one chosen
         self.keys: OptimizeSettings = settings.optimize or OptimizeSettings()
         self.max_attempts = settings.gateway_max_attempts
-        self.sticky_margin = settings.gateway_sticky_margin
         self.upstream = Upstream(settings.gateway_connect_timeout_s, settings.gateway_first_byte_timeout_s)
 
     async def aclose(self) -> None:
@@ -103,34 +103,16 @@ class GatewayService:
                     else await anyio.to_thread.run_sync(self.selection.preference, user, goal.preference_id))
             stored = pref.llm_providers if pref is not None else None
         sreq = wire.selection_request(req, goal, stored)
+        # A conversation sent whole, with no previous_session, is recognised by its earlier turns' digest.
+        previous = None if req.previous_session else self.calls.continued(req.messages, user.user_id)
         if self.selection.may_block(sreq, body_bytes):
-            selected = await anyio.to_thread.run_sync(self.selection.decide, sreq, user, None)
+            selected = await anyio.to_thread.run_sync(self.selection.decide, sreq, user, None, previous)
         else:
-            selected = self.selection.decide(sreq, user, None)
-        ranked = list(selected.ranked)
-        call.chosen, call.hashed = ranked[0].candidate.key, selected.hashed
+            selected = self.selection.decide(sreq, user, None, previous)
+        ranked = list(selected.ranked)  # the previous turn's model first when it was kept (api/selection/sticky.py)
+        call.chosen, call.hashed, call.sticky = ranked[0].candidate.key, selected.hashed, selected.sticky
         call.strongest = ranked[max(range(len(ranked)), key=selected.quality.__getitem__)]
-        previous = (await self._previous_model(req.previous_session, user) if req.previous_session
-                    else self.calls.continued(req.messages, user.user_id))
-        if previous is not None:
-            keys = [c.candidate.key for c in ranked]
-            if previous in keys[1:]:
-                j = keys.index(previous)
-                # Stay unless the router's first choice beats the previous model by more than the margin.
-                if selected.utility[0] - selected.utility[j] <= self.sticky_margin:
-                    ranked.insert(0, ranked.pop(j))
-                    call.sticky = True
         return Plan(ranked, selected.response.session_id)
-
-    async def _previous_model(self, session_id: str, user: User) -> str | None:
-        """The model that answered a previous gateway turn, else the model modelSelect chose for that session."""
-        found = self.calls.answered(session_id, user.user_id)
-        if found is not None:
-            return found
-        row = await anyio.to_thread.run_sync(self.sessions.find, session_id)  # may read the log: off the loop
-        if row is None or row.get("user_id") != user.user_id:
-            return None
-        return row.get("chosen")
 
     async def _call(self, body: dict[str, Any], ranked: list[ResolvedCandidate], call: Call, stream: bool,
                     want_usage: bool) -> Answer | Streamed:
@@ -184,8 +166,9 @@ class GatewayService:
         body, answer = read
         call.answered, call.status, call.http_status = candidate, "ok", 200
         call.ttft_ms = call.latency_ms = call.since_start_ms()
-        call.usage(answer.usage)
-        choice = answer.choices[0] if answer.choices else None
+        call.usage(answer.get("usage"))
+        choices = answer["choices"]
+        choice = choices[0] if isinstance(choices, list) and choices else None
         if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
             call.answer_parts.append(str(choice["message"].get("content") or ""))  # the conversation's digest
         # What the next request may read is updated before the answer leaves (a follow-up can arrive before this

@@ -143,14 +143,14 @@ class Upstream:
             self._session = None
 
 
-async def lines(response: Any) -> AsyncIterator[bytes]:
-    """The lines of a streaming body, as bytes, however long (aiohttp's own line reader refuses lines over 128 KiB:
-    a large tool call's arguments can be one)."""
+async def lines(response: Any) -> AsyncIterator[str]:
+    """The lines of a streaming body, however long (aiohttp's own line reader refuses lines over 128 KiB: a large
+    tool call's arguments can be one)."""
     pending = b""
     async for chunk in response.content.iter_any():
         pending += chunk
         *complete, pending = pending.split(b"\n")
         for line in complete:
-            yield line.rstrip(b"\r")
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
     if pending:
-        yield pending
+        yield pending.decode("utf-8", "replace")

