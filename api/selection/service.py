@@ -257,8 +257,8 @@ class SelectionService:
         ranking = decision.ranking.tolist()
         if req.previous_session is not None:
             previous = previous_model(req.previous_session, user.user_id, self.sessions.find, self.answered)
-        kept = kept_position([plain[i].key for i in ranking], decision.utility[ranking], previous,
-                             self.sticky_margin)
+        kept = None if previous is None else kept_position([plain[i].key for i in ranking], decision.utility[ranking],
+                                                           previous, self.sticky_margin)
         if kept is not None:
             ranking.insert(0, ranking.pop(kept))
         chosen = candidates[ranking[0]]
