@@ -52,7 +52,7 @@ def build_services(settings: Settings, store: Store) -> Services:
     preference_cache = PreferenceCache(store, settings.preference_cache_seconds).attach()
     dial = TrafficDial(pool_scorer(router, router.featurizer)).start()
     selection = SelectionService(catalogue, router.featurizer, router, preference_cache, sessions, memory, registry,
-                                 dial)
+                                 dial, sticky_margin=settings.gateway_sticky_margin)
     feedback = FeedbackService(sessions, memory, selection)
     feedback.rebuild()
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed

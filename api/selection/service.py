@@ -27,6 +27,7 @@ from api.selection.eligibility import eligible
 from api.selection.latency import ObservedLatency, latency_s
 from api.selection.personalization import FeedbackMemory
 from api.selection.sessions import SessionLog, new_session_id
+from api.selection.sticky import DEFAULT_MARGIN, kept_position, previous_model
 from storage.records import Preference, User
 
 KNOWN_METRICS = ("accuracy",)
@@ -138,18 +139,23 @@ class Selection:
     utility: tuple[float, ...]
     prompt_tokens: int
     hashed: bool
+    sticky: bool = False  # the previous turn's model was kept first (api/selection/sticky.py)
 
 
 class SelectionService:
     def __init__(self, catalogue: Catalogue, featurizer: Featurizer, default_router: ScoringRouter,
                  preferences: PreferenceLookup, sessions: SessionLog, memory: FeedbackMemory,
-                 custom_routers: RouterSource | None = None, dial: TrafficDial | None = None) -> None:
+                 custom_routers: RouterSource | None = None, dial: TrafficDial | None = None,
+                 sticky_margin: float = DEFAULT_MARGIN) -> None:
         self.catalogue, self.featurizer, self.default_router = catalogue, featurizer, default_router
         self.resolve = Resolver(catalogue)
         self.preferences, self.sessions, self.memory = preferences, sessions, memory
         self.custom_routers = custom_routers or NoCustomRouters()
         self.dial = dial  # None: the default router's trained schedule for everyone
         self.observed_latency = ObservedLatency()  # fed by the gateway's calls (api/gateway/service.py)
+        self.sticky_margin = sticky_margin
+        # The model that answered a recent gateway call, by (session, user): set by the gateway (api/gateway/).
+        self.answered: Callable[[str, str], str | None] | None = None
         self._orders: dict[tuple[str, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
 
     def _key_order(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -182,14 +188,18 @@ class SelectionService:
         checked by select() itself."""
         if req.preference_id is not None and not self.preferences.cached(req.preference_id):
             return True
+        if req.previous_session is not None and not self.sessions.is_recent(req.previous_session):
+            return True  # looked up in the session log's files, perhaps after waiting for another worker's flush
         return body_bytes > LARGE_BODY_BYTES or request_chars(req) > LARGE_REQUEST_CHARS
 
     def select(self, req: ModelSelectRequest, user: User, type_param: str | None) -> ModelSelectResponse:
         return self.decide(req, user, type_param).response
 
-    def decide(self, req: ModelSelectRequest, user: User, type_param: str | None) -> Selection:
+    def decide(self, req: ModelSelectRequest, user: User, type_param: str | None,
+               previous: str | None = None) -> Selection:
         """select(), keeping the ranking of every eligible candidate (one decision path for modelSelect and the
-        gateway)."""
+        gateway). The previous turn's model (`req.previous_session`'s, else `previous`, which the gateway finds by
+        the conversation's messages) stays first unless the router's first choice gains more than the margin."""
         started = time.perf_counter_ns()
         if req.metric not in KNOWN_METRICS:
             raise BadRequest(f"unknown metric {req.metric!r}; supported: {', '.join(KNOWN_METRICS)}",
@@ -248,7 +258,14 @@ class SelectionService:
             raise BadRequest(str(exc), code="INVALID_TRADEOFF") from exc
         if caller is not None:
             self.dial.record(caller, decision.quality[order], policy.normalised_log(cost)[order])
-        chosen = candidates[decision.index]
+        ranking = decision.ranking.tolist()
+        if req.previous_session is not None:
+            previous = previous_model(req.previous_session, user.user_id, self.sessions.find, self.answered)
+        kept = None if previous is None else kept_position([plain[i].key for i in ranking], decision.utility[ranking],
+                                                           previous, self.sticky_margin)
+        if kept is not None:
+            ranking.insert(0, ranking.pop(kept))
+        chosen = candidates[ranking[0]]
         session_id = new_session_id()
         done = time.perf_counter_ns()
 
@@ -267,11 +284,10 @@ class SelectionService:
             "max_model_depth": opts.max_model_depth, "router": router_name, "personalised": personalised,
             "featurize_us": (featurized - started) // 1000, "decide_us": (done - featurized) // 1000,
         }, embedding=None if opts.hash_content else self.embedding(features).copy())
-        ranking = decision.ranking.tolist()
         return Selection(ModelSelectResponse(providers=[chosen.label], session_id=session_id),
                          tuple(candidates[i] for i in ranking), tuple(decision.quality[ranking].tolist()),
                          tuple(decision.utility[ranking].tolist()),
-                         prompt_tokens, opts.hash_content)
+                         prompt_tokens, opts.hash_content, sticky=kept is not None)
 
     def embedding(self, features: QueryFeatures) -> np.ndarray:
         """The text-embedding part of the feature vector: what personalisation compares queries by."""

@@ -90,6 +90,11 @@ class SessionLog:
             if len(self._recent) > self._recent_max:
                 self._recent.popitem(last=False)
 
+    def is_recent(self, session_id: str) -> bool:
+        """Whether find() answers from memory (no file read, no wait)."""
+        with self._lock:
+            return session_id in self._recent
+
     def find(self, session_id: str) -> dict[str, Any] | None:
         """A recent session's FEEDBACK_FIELDS and embedding, or else the whole stored row (without embedding)."""
         with self._lock:

@@ -81,7 +81,8 @@ MATRIX = [
          lambda c, ids, h: c.delete(f"/v2/preferences/userPreferenceDelete/{ids['preference_id']}", headers=h),
          (*NOT_FOUND, "PREFERENCE_NOT_FOUND")),
 ]
-# Ids in bodies that link rather than look up: the caller's own record stores them, nothing is read back.
+# Ids in bodies that are never refused: `previous_session` keeps the model of the caller's own earlier session
+# (api/selection/sticky.py); another user's or an unknown id is as if none were sent (tested below).
 LINK_ONLY = {("modelSelect", "previous_session")}
 
 
@@ -146,11 +147,34 @@ def test_another_users_id_is_refused_and_the_owner_is_served(client, world, case
     assert error["request_id"] != owner.headers["x-request-id"]
 
 
-def test_previous_session_of_another_user_links_nothing_back(client, world):
-    response = _select(client, world["ids"], world["bob"], previous_session=world["ids"]["session_id"])
-    assert response.status_code == 200
+def _custom(model: str, price: float) -> dict:
+    return {"provider": "acme", "model": model, "is_custom": True, "context_length": 128000, "input_price": price,
+            "output_price": price, "latency": 1.0}
+
+
+# Pure cost (utility: minus the log price normalised over the candidates): the router's first choice is sticky-a,
+# and sticky-b is within the stickiness margin of it (0.002 apart, sticky-c spanning the scale).
+CHEAP, NEAR, DEAR = _custom("sticky-a", 1.0), _custom("sticky-b", 1.01), _custom("sticky-c", 100.0)
+
+
+def _turn(client, headers, providers, **extra):
+    response = client.post("/v2/modelRouter/modelSelect", headers=headers,
+                           json={"messages": "Plan a trip to Rome.", "llm_providers": providers,
+                                 "cost_quality_tradeoff": 10, **extra})
+    assert response.status_code == 200, response.text
     assert set(response.json()) == {"providers", "session_id"}
-    assert response.json()["session_id"] != world["ids"]["session_id"]
+    return response.json()["providers"][0]["model"], response.json()["session_id"]
+
+
+def test_previous_session_keeps_the_callers_own_model_and_nothing_of_another_users(client, world):
+    earlier = _turn(client, world["alice"], [NEAR])[1]  # alice's earlier turn: sticky-b, the only candidate
+    assert _turn(client, world["alice"], [CHEAP, NEAR, DEAR])[0] == "sticky-a"  # without it, the router's choice
+    model, session_id = _turn(client, world["alice"], [CHEAP, NEAR, DEAR], previous_session=earlier)
+    assert model == "sticky-b" and session_id != earlier  # her conversation stays on its model
+    # bob naming alice's session, or an id nobody has: no error, no stickiness, nothing of alice's in the answer.
+    for previous in (earlier, "0190c0de-0000-7000-8000-000000000000"):
+        model, session_id = _turn(client, world["bob"], [CHEAP, NEAR, DEAR], previous_session=previous)
+        assert model == "sticky-a" and session_id != earlier
 
 
 def test_preference_survives_the_other_users_attempts(client, world):

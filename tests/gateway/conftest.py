@@ -39,7 +39,7 @@ def upstream(fake_upstream: FakeOpenAI) -> Iterator[FakeOpenAI]:
     yield fake_upstream
     for kind in (fake_upstream.failing, fake_upstream.too_long, fake_upstream.broken_stream):
         kind.clear()
-    for counts in (fake_upstream.flaky, fake_upstream.rate_limited, fake_upstream.stalled):
+    for counts in (fake_upstream.flaky, fake_upstream.rate_limited, fake_upstream.stalled, fake_upstream.slow_stream):
         counts.clear()
     fake_upstream.calls.clear()
     fake_upstream.bodies.clear()

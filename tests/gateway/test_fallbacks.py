@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import httpx
 import openai
 import pytest
 
@@ -128,7 +129,8 @@ def test_every_attempt_and_the_outcome_are_recorded_beside_the_decision(oai: ope
     _, session_id = answered_by_second(oai)
     found = rows(gateway_api, "SELECT chosen, answered, fell_back, status, http_status, attempts, attempt_models, "
                  "attempt_outcomes, input_tokens, output_tokens, cost_usd, strongest, savings_usd, ttft_ms, latency_ms,"
-                 f" router_kind FROM gateway_calls WHERE session_id = '{session_id}'", 1)
+                 f" router_kind FROM gateway_calls WHERE session_id = '{session_id}'"
+                 " AND router_kind IS NOT NULL", 1)  # the two logs flush on their own timers: wait for both
     (chosen, answered, fell_back, status, http_status, attempts, models, outcomes, tokens_in, tokens_out, cost,
      strongest, savings, ttft, latency, router_kind) = found[0]
     assert (chosen, answered, fell_back) == (f"openai/{FIRST}", f"openai/{SECOND}", True)
@@ -154,3 +156,20 @@ def test_hash_content_keeps_plaintext_out_of_the_logs(oai: openai.OpenAI, upstre
     events = gateway_api.data_dir / "events"
     assert list(events.rglob("*.parquet"))  # the logs are there, and hold no plaintext
     assert not [p for p in events.rglob("*") if p.is_file() and b"7431-plaintext" in p.read_bytes()]
+
+
+def test_a_caller_that_leaves_mid_stream_closes_the_providers_stream(upstream: FakeOpenAI,
+                                                                     gateway_api: LocalApi) -> None:
+    upstream.slow_stream[FIRST] = 0.5  # the provider's events come half a second apart
+    body = {"model": f"openai/{FIRST}", "stream": True, "messages": [{"role": "user", "content": "Count to ten."}]}
+    with httpx.stream("POST", f"{gateway_api.base}/v1/chat/completions", json=body, headers=gateway_api.headers,
+                      timeout=30) as response:
+        assert response.status_code == 200
+        session_id = response.headers["x-switchboard-session-id"]
+        next(response.iter_lines())  # the first event, then the caller goes away
+    found = rows(gateway_api, f"SELECT status FROM gateway_calls WHERE session_id = '{session_id}'", 1)
+    assert found == [("client_closed",)]
+    deadline = time.monotonic() + 10
+    while upstream.cut_streams < 1 and time.monotonic() < deadline:  # the provider's next write finds it closed
+        time.sleep(0.1)
+    assert upstream.cut_streams >= 1

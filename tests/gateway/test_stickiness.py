@@ -3,9 +3,11 @@ more than the margin (SWITCHBOARD_GATEWAY_STICKY_MARGIN, 0.05 of utility)."""
 
 from __future__ import annotations
 
+import httpx
 import openai
 
 from tests.support.fakes.openai_server import FakeOpenAI
+from tests.support.service import LocalApi
 
 
 def custom(model: str, price: float) -> dict:
@@ -80,3 +82,17 @@ def test_an_unknown_previous_session_is_no_conversation(oai: openai.OpenAI, upst
     # owner of a session it finds, too).
     model, _ = turn(oai, [], "Add a day in Florence.", "0190c0de-0000-7000-8000-000000000000")
     assert model == "acme/sticky-a"
+
+
+def test_model_select_follows_a_gateway_turn_on_the_model_that_answered(oai: openai.OpenAI, upstream: FakeOpenAI,
+                                                                        gateway_api: LocalApi) -> None:
+    # One rule for both (api/selection/sticky.py): modelSelect's previous_session names the model that answered
+    # the gateway's turn (sticky-b, after sticky-a failed), not only the one the router chose for it.
+    upstream.failing.add("sticky-a")
+    first, session = turn(oai, [], "Plan a three-day trip to Rome.", None)
+    upstream.failing.clear()
+    body = {"messages": [{"role": "user", "content": "Add a day in Florence."}], **ROUTING}
+    chosen = [httpx.post(f"{gateway_api.base}/v2/modelRouter/modelSelect", headers=gateway_api.headers, timeout=30,
+                         json={**body, **extra}).json()["providers"][0]["model"]
+              for extra in ({}, {"previous_session": session})]
+    assert first == "acme/sticky-b" and chosen == ["sticky-a", "sticky-b"]

@@ -10,7 +10,10 @@ Deterministic roles, recognised by the request's content:
 Usage: prompt tokens = characters / 4 of all messages, completion tokens = characters / 4 of the reply (+1 each).
 Failure injection: `failing` models always answer 500; `flaky[model] = n` fails that model's next n calls with 503;
 `rate_limited[model] = n` answers its next n calls 429; `stalled[model] = s` holds each of its calls s seconds first;
-`too_long` models answer 400 context_length_exceeded; `broken_stream` models send one chunk of a stream, then cut it.
+`too_long` models answer 400 context_length_exceeded; `broken_stream` models send one chunk of a stream, then cut it;
+`fault_cycle[model] = ["500", "ok", "429", "stall", ...]`: that model's calls take these outcomes in turn ("stall":
+silent for `stall_s`, then 500), for benchmarks/gateway_faults.py; `slow_stream[model] = s`: s seconds between the
+events of its streams (`cut_streams` counts those whose reader left).
 The gateway's calls (api/gateway/): `stream: true` is answered as server-sent events (the reply in three content
 chunks, a usage chunk when stream_options.include_usage); a request with `tools` is answered with a call of the
 first tool, arguments {"location": "Paris"}. Every request body is kept in `bodies`.
@@ -46,6 +49,11 @@ class FakeOpenAI:
         self.stalled: dict[str, float] = {}
         self.too_long: set[str] = set()
         self.broken_stream: set[str] = set()
+        self.fault_cycle: dict[str, list[str]] = {}
+        self.slow_stream: dict[str, float] = {}  # model -> seconds between a stream's events
+        self.cut_streams = 0  # streams whose reader went away before the end
+        self.stall_s = 2.0
+        self._cycle_calls: Counter = Counter()
         self.bodies: list[dict[str, Any]] = []
         self.call_times: list[tuple[str, float]] = []  # (model, monotonic arrival), for backoff checks
         self.delay_s = delay_s
@@ -120,9 +128,22 @@ class FakeOpenAI:
         with self._lock:
             self.call_times.append((model, time.monotonic()))
             self.bodies.append(body)
+        fault = None
+        with self._lock:
+            if self.fault_cycle.get(model):
+                fault = self.fault_cycle[model][self._cycle_calls[model] % len(self.fault_cycle[model])]
+                self._cycle_calls[model] += 1
+        if fault == "stall":
+            time.sleep(self.stall_s)
         if self.delay_s or model in self.stalled:
             time.sleep(self.stalled.get(model, self.delay_s))
         with self._lock:
+            if fault == "429":
+                self.calls.append((model, "error"))
+                return 429, {"error": {"message": "rate limit reached, slow down", "type": "rate_limit_error"}}
+            if fault in ("500", "stall"):
+                self.calls.append((model, "error"))
+                return 500, {"error": {"message": f"{model} is down", "type": "server_error"}}
             if self.rate_limited.get(model, 0) > 0:
                 self.rate_limited[model] -= 1
                 self.calls.append((model, "error"))
@@ -189,11 +210,13 @@ class FakeOpenAI:
             handler.send_header("content-length", str(sum(map(len, events)) + 1000))
         handler.end_headers()
         try:
-            for raw in events[:1] if broken else events:
+            for i, raw in enumerate(events[:1] if broken else events):
+                if i and body.get("model") in self.slow_stream:
+                    time.sleep(self.slow_stream[body["model"]])
                 handler.wfile.write(raw)
                 handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            pass
+            self.cut_streams += 1
 
     def _play(self, model: str, system: str, user: str) -> tuple[str, str]:
         if "I provided an assistant with" in user:
