@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import threading
 import time
 from collections import Counter
 from multiprocessing.connection import Connection
@@ -30,6 +29,7 @@ from multiprocessing.connection import Connection
 import httpx
 import numpy as np
 
+from benchmarks.gateway_overhead import concurrently
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.service import running_api
 
@@ -81,21 +81,7 @@ def one(client: httpx.Client, url: str, headers: dict, stream: bool) -> tuple[bo
 
 
 def run(url: str, headers: dict, clients: int, per_client: int, stream: bool) -> list[tuple[bool, str, int, float]]:
-    results: list[tuple[bool, str, int, float]] = []
-    lock = threading.Lock()
-
-    def worker() -> None:
-        with httpx.Client(timeout=30) as client:
-            mine = [one(client, url, headers, stream) for _ in range(per_client)]
-        with lock:
-            results.extend(mine)
-
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
+    return concurrently(clients, per_client, lambda c: one(c, url, headers, stream))
 
 
 def main() -> None:

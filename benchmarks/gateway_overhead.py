@@ -25,13 +25,17 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
+from typing import TypeVar
 
 import httpx
 import numpy as np
 
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.service import running_api
+
+T = TypeVar("T")
 
 PROMPT = [{"role": "user", "content": "What is the capital of Country007? " * 20}]
 
@@ -53,22 +57,27 @@ def call(client: httpx.Client, url: str, body: dict, headers: dict, stream: bool
     return took
 
 
-def run(url: str, body: dict, headers: dict, clients: int, per_client: int, stream: bool = False) -> np.ndarray:
-    timings: list[float] = []
+def concurrently(clients: int, per_client: int, call_one: Callable[[httpx.Client], T]) -> list[T]:
+    """`clients` threads, each with its own keep-alive client, each calling `call_one` `per_client` times."""
+    results: list[T] = []
     lock = threading.Lock()
 
     def worker() -> None:
         with httpx.Client(timeout=30) as client:
-            mine = [call(client, url, body, headers, stream) for _ in range(per_client)]
+            mine = [call_one(client) for _ in range(per_client)]
         with lock:
-            timings.extend(mine)
+            results.extend(mine)
 
     threads = [threading.Thread(target=worker) for _ in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return np.array(timings) * 1000
+    return results
+
+
+def run(url: str, body: dict, headers: dict, clients: int, per_client: int, stream: bool = False) -> np.ndarray:
+    return np.array(concurrently(clients, per_client, lambda c: call(c, url, body, headers, stream))) * 1000
 
 
 def server_cpu_s(pid: int) -> float:
