@@ -57,7 +57,7 @@ def build_services(settings: Settings, store: Store) -> Services:
     feedback.rebuild()
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
         feedback.follow_other_workers(settings.session_flush_seconds)
-    gateway = GatewayService(selection, sessions, CallLog(settings.events_dir, settings.session_flush_seconds).start(),
+    gateway = GatewayService(selection, CallLog(settings.events_dir, settings.session_flush_seconds).start(),
                              store.preferences, settings)
     runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))
     return Services(

@@ -49,6 +49,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 from api.catalogue import load_catalogue  # noqa: E402
 from api.custom_router.encoders import ENGLISH, LEXICON, EnglishEncoder, LexiconEncoder  # noqa: E402
+from api.custom_router.floor import assign, clip_quality  # noqa: E402
 from api.custom_router.model import FORMAT, load_custom_router  # noqa: E402
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR  # noqa: E402
 from api.routing.features import Featurizer  # noqa: E402
@@ -176,9 +177,7 @@ def predict(router, prompts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndar
     vectors = router.encoder.vectors(prompts)
     p = np.array([router.heads(v.astype(np.float64)) for v in vectors])
     q = np.array([router.quality_of_all(v) for v in vectors])
-    f = router.floor
-    cluster = floor.assign(vectors[:, router.encoder.knn_columns], f["centroids"]) if len(f["centroids"]) > 1 \
-        else np.zeros(len(prompts), int)
+    cluster = assign(vectors[:, router.encoder.knn_columns], router.floor.centroids)
     return p, q, cluster
 
 
@@ -228,7 +227,7 @@ def run_split(pool: Pool, train_rows: np.ndarray, test_rows: np.ndarray, work: P
         f = router.floor
         out["shrinkage_curve"] = {}
         for s in floor.S_GRID + (1.5, 2.0):
-            qs = np.clip(f["mu"][cluster] + s * (p - f["pbar"][cluster]), 0.001, 0.999)
+            qs = clip_quality(f.mu[cluster] + s * (p - f.pbar[cluster]))
             out["shrinkage_curve"][s] = float(y[np.arange(len(y)), qs.argmax(axis=1)].mean())
     return out
 

@@ -40,6 +40,7 @@ from prefect.states import Cancelled  # noqa: E402
 from threadpoolctl import threadpool_limits
 
 from api.custom_router.encoders import ENGLISH, LEXICON, EnglishEncoder, LexiconEncoder
+from api.custom_router.floor import Floor
 from api.custom_router.lexicon import Lexicon
 from api.custom_router.model import FORMAT  # noqa: E402
 from api.public_errors import public_reason
@@ -126,18 +127,17 @@ def fit_knn(emb: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: training.Tra
 
 @task(name="calibrate", cache_policy=NO_CACHE)
 def calibrate(bases: list[np.ndarray], y: np.ndarray, cost: np.ndarray, emb: np.ndarray,
-              folds: np.ndarray) -> tuple[dict, np.ndarray, list, dict]:
+              folds: np.ndarray) -> tuple[dict, Floor, np.ndarray, list, dict]:
     """Stacker, then the floor (flows/custom_router/floor.py), then the schedule on the floor's predictions.
-    Returns (stacker spec with the floor, nested cross-validated predictions, schedule, floor report)."""
+    Returns (stacker spec, the floor served, nested cross-validated predictions, schedule, floor report)."""
     logger = get_run_logger()
     stacker, stacked = training.fit_stacker(bases, y)
     logger.info("blend (linear, xgboost, knn) = %s; out-of-fold routing gain by blend: %s", stacker["blend"],
                 stacker["routing_gain"])
     chosen, floor_report, nested = floor.fit_floor(stacked, y, emb, folds, log=logger.info)
-    stacker["floor"] = chosen.spec()
     schedule = calibration.calibrate_schedule(chosen.predict(stacked, emb), cost)
     logger.info("trade-off schedule (t = 0..9): %s", schedule)
-    return stacker, nested, schedule, floor_report
+    return stacker, chosen, nested, schedule, floor_report
 
 
 @task(name="evaluate-held-out-folds", cache_policy=NO_CACHE)
@@ -243,14 +243,15 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         cost = calibration.request_costs(np.array([len(p) for p in prompts]),
                                          np.array([m["input_price"] for m in models], float),
                                          np.array([m["output_price"] for m in models], float))
-        stacker, predicted, schedule, floor_report = calibrate([lin_oof, xgb_oof, knn], y, cost, emb, folds)
+        stacker, chosen_floor, predicted, schedule, floor_report = calibrate([lin_oof, xgb_oof, knn], y, cost, emb,
+                                                                             folds)
         keys = [m["key"] for m in models]
         report = evaluate(predicted, y, cost, schedule, keys, {"linear": lin_oof, "xgboost": xgb_oof, "knn": knn},
                           floor_report)
         report["scale"] = scale
         spec = {"format": FORMAT, "job_id": job_id, "preference_id": preference_id, "language": language,
                 "encoder": encoder_name, "feature_version": encoder.version, "models": models, "schedule": schedule,
-                "stacker": {k: v for k, v in stacker.items() if k != "floor"}, "floor": stacker["floor"],
+                "stacker": stacker, "floor": chosen_floor.spec(),
                 "knn": {"k": cfg.knn_k, "temperature": cfg.knn_temperature},
                 "xgb": {"folds": cfg.folds, "rounds": cfg.xgb_rounds, "depth": cfg.xgb_depth, "eta": cfg.xgb_eta},
                 "score_scale": scale, "rows": len(prompts),

@@ -8,8 +8,8 @@
 - knn_m: similarity-weighted mean score of model m on the 30 most similar training prompts (cosine on the embedding);
 - w: the blend, chosen on out-of-fold predictions; (a, b)_m: Platt scaling of model m's blend to the observed
   score scale (scores rescaled to 0..1, see flows.custom_router.training);
-- the floor (flows/custom_router/floor.py): mu_m,c model m's mean quality in cluster c, pbar_m,c its mean
-  prediction there, s_m the shrinkage of its per-prompt deviation learned by cross-validation (a model with s = 0
+- the floor (api/custom_router/floor.py, learned by flows/custom_router/floor.py): mu_m,c model m's mean quality
+  in cluster c, pbar_m,c its mean prediction there, s_m the shrinkage of its per-prompt deviation learned by cross-validation (a model with s = 0
   keeps a tie-breaking weight, `tie`, so the trade-off dial can order prompts). With every weight 0 the heads are
   not evaluated at all. Routers trained before the floor have none: q = p.
 
@@ -35,6 +35,7 @@ from api.custom_router.encoders import (
     EnglishEncoder,
     LexiconEncoder,
 )
+from api.custom_router.floor import Floor
 from api.custom_router.legacy import migrated_e5_encoder
 from api.custom_router.lexicon import Lexicon
 from api.custom_router.trees import TreeEnsembles
@@ -53,11 +54,6 @@ def logit(p: np.ndarray) -> np.ndarray:
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
-
-
-def clip_quality(q: np.ndarray) -> np.ndarray:
-    """Floor predictions kept inside 0..1 (unknown candidates are mixed in on the logit scale)."""
-    return np.clip(q, 0.001, 0.999)
 
 
 def knn_scores(sims: np.ndarray, targets: np.ndarray, k: int, temperature: float) -> np.ndarray:
@@ -94,12 +90,7 @@ class CustomRouter:
         folds = int(spec["xgb"]["folds"])
         self.trees = TreeEnsembles([[folder / "xgb" / f"m{m}_f{k}.json" for k in range(folds)]
                                     for m in range(len(self.models))])
-        floor = spec.get("floor")
-        self.floor = None if floor is None else {
-            "centroids": np.asarray(floor["centroids"], dtype=np.float64), "mu": np.asarray(floor["mu"], np.float64),
-            "pbar": np.asarray(floor["pbar"], np.float64), "s": np.asarray(floor["s"], np.float64)}
-        if self.floor is not None:  # models with s = 0 keep a tie-breaking weight (flows/custom_router/floor.py)
-            self.floor["w"] = np.where(self.floor["s"] > 0, self.floor["s"], float(floor.get("tie", 0.0)))
+        self.floor = Floor.from_spec(spec["floor"]) if "floor" in spec else None
         if self.linear.shape[0] != encoder.dim + 1:
             raise FeatureVersionMismatch("linear head width does not match the encoder's vector width")
 
@@ -111,14 +102,8 @@ class CustomRouter:
         x = np.asarray(vector, dtype=np.float32).astype(np.float64)
         if self.floor is None:
             return self.heads(x)
-        f = self.floor
-        c = 0
-        if len(f["centroids"]) > 1:  # k dot products on the kNN part of the vector
-            emb = x[self.encoder.knn_columns]
-            c = int(np.argmax(f["centroids"] @ (emb / max(float(np.linalg.norm(emb)), 1e-12))))
-        if not np.any(f["w"]):
-            return clip_quality(f["mu"][c].copy())
-        return clip_quality(f["mu"][c] + f["w"] * (self.heads(x) - f["pbar"][c]))
+        # k dot products on the kNN part of the vector; the heads only where some model's deviation counts
+        return self.floor.predict_one(lambda: self.heads(x), x[self.encoder.knn_columns])
 
     def heads(self, x: np.ndarray) -> np.ndarray:
         """The stacker's calibrated prediction p_m(x) of every trained model."""

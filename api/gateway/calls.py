@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from api.routing.policy import request_cost_usd
 from api.routing.text import MessageShapeError, message_texts
 from api.selection.candidates import ResolvedCandidate
 from storage.event_buffer import EventBuffer
@@ -35,11 +36,11 @@ def conversation_digest(messages: Any) -> str | None:
 
 
 def cost_usd(candidate: ResolvedCandidate | None, input_tokens: int, output_tokens: int) -> float | None:
-    """Tokens at a model's catalogue prices (USD per million tokens)."""
+    """Tokens at a model's catalogue prices: the policy's cost formula on the real token counts."""
     if candidate is None:
         return None
     c = candidate.candidate
-    return (input_tokens * c.input_price + output_tokens * c.output_price) / 1e6
+    return float(request_cost_usd(c.input_price, c.output_price, input_tokens, output_tokens))
 
 
 @dataclass

@@ -20,7 +20,7 @@ from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_
 from api.schemas.model_select import LLMProvider
 from api.selection.candidates import ResolvedCandidate
 from api.selection.service import SelectionService
-from api.selection.sessions import SessionLog, new_session_id
+from api.selection.sessions import new_session_id
 from api.settings import OptimizeSettings, Settings
 from storage.interfaces import Preferences
 from storage.records import User
@@ -64,9 +64,9 @@ class Plan:
 
 
 class GatewayService:
-    def __init__(self, selection: SelectionService, sessions: SessionLog, calls: CallLog, preferences: Preferences,
+    def __init__(self, selection: SelectionService, calls: CallLog, preferences: Preferences,
                  settings: Settings) -> None:
-        self.selection, self.sessions, self.calls, self.preferences = selection, sessions, calls, preferences
+        self.selection, self.calls, self.preferences = selection, calls, preferences
         selection.answered = calls.answered  # a follow-up names the model that answered, not only the one chosen
         self.keys: OptimizeSettings = settings.optimize or OptimizeSettings()
         self.max_attempts = settings.gateway_max_attempts

@@ -51,14 +51,20 @@ def parse(body: dict[str, Any]) -> ChatRequest:
         raise BadRequest(str(exc).replace(" - at `$", " at `"), code="INVALID_REQUEST") from None
 
 
+def provider_model(name: str) -> tuple[str, str] | None:
+    """'provider/model' split at its first '/' (the model may hold more), or None when either part is missing."""
+    provider, sep, model = name.partition("/")
+    return (provider, model) if sep and provider and model else None
+
+
 def target(model: str) -> Target:
     if model == ROUTING_NAME:
         return Target(routed=True)
-    head, sep, rest = model.partition("/")
-    if head == ROUTING_NAME and sep and rest:
-        return Target(routed=True, preference_id=rest)
-    if sep and head and rest:
-        return Target(routed=False, provider=head, model=rest)
+    parts = provider_model(model)
+    if parts is not None and parts[0] == ROUTING_NAME:
+        return Target(routed=True, preference_id=parts[1])
+    if parts is not None:
+        return Target(routed=False, provider=parts[0], model=parts[1])
     raise BadRequest(f"model {model!r}: use {ROUTING_NAME!r} (route with your defaults), "
                      f"'{ROUTING_NAME}/<preference_id>' (route with a preference) or 'provider/model' (call that "
                      "model, no routing)", code="INVALID_MODEL")
@@ -69,10 +75,10 @@ def candidates(req: ChatRequest, stored: list[str] | None = None) -> list[LLMPro
     out = []
     for entry in req.llm_providers or stored or ():
         if isinstance(entry, str):
-            provider, sep, model = entry.partition("/")
-            if not (sep and provider and model):
+            parts = provider_model(entry)
+            if parts is None:
                 raise BadRequest(f"llm_providers: {entry!r} is not in provider/model form", code="INVALID_PROVIDER")
-            entry = LLMProvider(provider=provider, model=model)
+            entry = LLMProvider(provider=parts[0], model=parts[1])
         out.append(entry)
     return out
 
@@ -97,7 +103,6 @@ def forwarded(body: dict[str, Any], model: str, stream: bool) -> bytes:
     if stream:
         out["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
     return msgspec.json.encode(out)
-
 
 
 def answer_body(content: bytes, model: str) -> tuple[bytes, dict[str, Any]] | None:

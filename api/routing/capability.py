@@ -120,8 +120,9 @@ class CapabilityPrior:
         self._exact = _figures_by(rows, lambda r: (r.provider, r.model))
         self._levels = [_figures_by(rows, lambda r, level=level: model_names.key(r.model, level))
                         for level in model_names.LEVELS]
-        self.lines = fit_proxy_lines(_figures_by(rows, lambda r: model_names.key(r.model, model_names.SPELLING)))
-        known = [self._axes_of(figures) for figures in self._levels[0].values()]
+        by_spelling = self._levels[model_names.LEVELS.index(model_names.SPELLING)]  # one entry per model
+        self.lines = fit_proxy_lines(by_spelling)
+        known = [self._axes_of(figures) for figures in by_spelling.values()]
         self.uncertain = np.array([
             _quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in known)
             else to_capability(MMLU_CENTRE) for a in AXES])
@@ -150,15 +151,15 @@ class CapabilityPrior:
         hit = self._cache.get(cache_key)
         if hit is not None:
             return hit
-        candidates = [("prior", self._exact.get(cache_key, {}))]
+        candidates = [("prior", self._axes_of(self._exact.get(cache_key, {})))]
         for level, index in zip(model_names.LEVELS, self._levels):
             name_key = model_names.key(model, level)
             if name_key:
-                candidates.append(("prior" if level == model_names.SPELLING else "family", index.get(name_key, {})))
+                candidates.append(("prior" if level == model_names.SPELLING else "family",
+                                   self._axes_of(index.get(name_key, {}))))
         values, sources = [], []
         for axis in AXES:
-            found = next(((axes[axis], how) for how, figures in candidates
-                          if axis in (axes := self._axes_of(figures))), None)
+            found = next(((axes[axis], how) for how, axes in candidates if axis in axes), None)
             if found is None and axis != AXES[0] and sources[0] != "uncertain":
                 intercept, slope = self.imputation.get(axis, (0.0, 1.0))
                 found = (intercept + slope * values[0], "imputed")

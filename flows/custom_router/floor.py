@@ -22,11 +22,9 @@ single model of the upload routes as that model at t = 0 (k = 1, s = 0) and says
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from api.custom_router.model import clip_quality
+from api.custom_router.floor import Floor, assign, unit_rows
 
 S_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25)
 CLUSTER_CHOICES = (1, 2, 3, 4, 6, 8)
@@ -34,29 +32,7 @@ ROWS_PER_CLUSTER = 150  # k <= rows / 150: a cluster's means rest on enough rows
 MU_PRIOR_ROWS = 30.0  # a cluster's mean is shrunk toward the model's global mean as if by 30 rows of it
 ASCENT_PASSES = 3
 KMEANS_ITERATIONS = 25
-
-
 TIE_GRID = (0.01, 0.003, 0.001, 0.0003)
-
-
-@dataclass(frozen=True)
-class Floor:
-    centroids: np.ndarray  # (k, e) unit rows
-    mu: np.ndarray  # (k, M) shrunk mean observed quality per cluster
-    pbar: np.ndarray  # (k, M) mean prediction per cluster
-    s: np.ndarray  # (M,) shrinkage of each model's deviation
-    tie: float = 0.0  # the deviation weight of models with s = 0 (see `with_tie_breaker`)
-
-    def weights(self) -> np.ndarray:
-        return np.where(self.s > 0, self.s, self.tie)
-
-    def predict(self, p: np.ndarray, emb: np.ndarray) -> np.ndarray:
-        c = assign(emb, self.centroids)
-        return clip_quality(self.mu[c] + self.weights()[None, :] * (p - self.pbar[c]))
-
-    def spec(self) -> dict:
-        return {"centroids": np.round(self.centroids, 6).tolist(), "mu": np.round(self.mu, 6).tolist(),
-                "pbar": np.round(self.pbar, 6).tolist(), "s": [float(v) for v in self.s], "tie": float(self.tie)}
 
 
 def with_tie_breaker(chosen: Floor, p: np.ndarray, emb: np.ndarray) -> Floor:
@@ -71,15 +47,6 @@ def with_tie_breaker(chosen: Floor, p: np.ndarray, emb: np.ndarray) -> Floor:
         if np.array_equal(trial.predict(p, emb).argmax(axis=1), base):
             return trial
     return chosen
-
-
-def unit_rows(emb: np.ndarray) -> np.ndarray:
-    e = np.asarray(emb, dtype=np.float64)
-    return e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
-
-
-def assign(emb: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    return np.argmax(unit_rows(emb) @ centroids.T, axis=1) if len(centroids) > 1 else np.zeros(len(emb), int)
 
 
 def kmeans(emb: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
