@@ -24,6 +24,7 @@ from api.routing.calibration_pool import pool_scorer
 from api.routing.default_router import load_default_router
 from api.routing.dial import TrafficDial
 from api.selection.feedback import FeedbackService
+from api.selection.learned import LearnedCorrections
 from api.selection.personalization import FeedbackMemory
 from api.selection.preference_cache import PreferenceCache
 from api.selection.service import SelectionService
@@ -52,7 +53,8 @@ def build_services(settings: Settings, store: Store) -> Services:
     preference_cache = PreferenceCache(store, settings.preference_cache_seconds).attach()
     dial = TrafficDial(pool_scorer(router, router.featurizer)).start()
     selection = SelectionService(catalogue, router.featurizer, router, preference_cache, sessions, memory, registry,
-                                 dial, sticky_margin=settings.gateway_sticky_margin)
+                                 dial, sticky_margin=settings.gateway_sticky_margin,
+                                 learned=LearnedCorrections(store, router.featurizer.version).attach())
     feedback = FeedbackService(sessions, memory, selection)
     feedback.rebuild()
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed

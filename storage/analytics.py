@@ -114,15 +114,17 @@ def _copy_from_file(conn: duckdb.DuckDBPyConnection, db_path: Path) -> None:
 
 def _event_view(conn: duckdb.DuckDBPyConnection, events_dir: Path, table: str) -> None:
     name = f"events_{table}"
-    if events.parts(events_dir, table):
-        pattern = sql_literal(Path(events.glob(events_dir, table)))
-        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({pattern}, hive_partitioning = true,"
-                     " union_by_name = true)")
-        return
-    # Nothing logged yet: an empty table with the writer's schema, so every view still binds.
+    # An empty table with the writer's schema, so every view binds: alone while nothing is logged, and beside the
+    # part files otherwise, so columns added since older parts were written read as nulls.
     empty = BY_TABLE[table].empty_table()
     conn.register("_empty_events", empty)
     try:
-        conn.execute(f"CREATE TABLE {name} AS SELECT *, NULL::DATE AS day FROM _empty_events")
+        conn.execute(f"CREATE TABLE {name}_schema AS SELECT *, NULL::DATE AS day FROM _empty_events")
     finally:
         conn.unregister("_empty_events")
+    if events.parts(events_dir, table):
+        pattern = sql_literal(Path(events.glob(events_dir, table)))
+        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_schema UNION ALL BY NAME SELECT * FROM"
+                     f" read_parquet({pattern}, hive_partitioning = true, union_by_name = true)")
+    else:
+        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_schema")

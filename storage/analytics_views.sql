@@ -163,3 +163,42 @@ FROM (SELECT unnest(attempt_models) AS model, unnest(attempt_outcomes) AS outcom
              generate_subscripts(attempt_models, 1) AS position, len(attempt_models) AS n
       FROM events_gateway_calls)
 GROUP BY model
+;
+-- Learning from traffic (docs/routing.md, "Learning from traffic"): one row per decision with what a learner needs
+-- and every label it got. The features are those the router saw, null for hash_content sessions (never their
+-- text); `label` is the caller's latest feedback (a later report on a session replaces an earlier one); the
+-- gateway's outcome sits beside it (an error or a fallback says the model was unavailable, not that it was wrong).
+CREATE VIEW decision_evidence AS
+SELECT s.session_id, s.created_at, s.day, s.user_id, s.organization_id, s.preference_id, s.hashed, s.router,
+       s.eligible, s.router_quality, s.predicted_quality, s.estimated_cost_usd, s.penalty_position,
+       s.policy_lambda, s.cost_quality_tradeoff, s.tradeoff, s.chosen, list_position(s.eligible, s.chosen) AS chosen_index,
+       s.propensity, s.explored, s.exploration_rate, s.correction_version,
+       CASE WHEN s.hashed THEN NULL ELSE s.features END AS features,
+       f.label, f.feedback_at,
+       g.status AS gateway_status, g.answered AS gateway_answered, g.answered IS DISTINCT FROM g.chosen AS fell_back,
+       g.attempt_outcomes AS gateway_attempt_outcomes, g.latency_ms AS gateway_latency_ms, g.cost_usd AS gateway_cost_usd
+FROM events_sessions s
+LEFT JOIN (SELECT session_id, arg_max(accuracy, created_at) AS label, max(created_at) AS feedback_at
+           FROM events_feedback GROUP BY session_id) f USING (session_id)
+LEFT JOIN events_gateway_calls g ON g.session_id = s.session_id AND g.mode = 'routed'
+;
+-- Each preference's learning state per day: evidence logged, labels, exploration, and the corrections served.
+CREATE VIEW learning_evidence_daily AS
+SELECT day, preference_id, count(*) AS decisions, count(label) AS labelled, avg(label) AS label_rate,
+       count(*) FILTER (WHERE explored) AS explored, avg(propensity) AS mean_propensity,
+       count(*) FILTER (WHERE correction_version IS NOT NULL) AS corrected,
+       count(*) FILTER (WHERE hashed) AS hashed
+FROM decision_evidence
+GROUP BY ALL
+;
+-- Every correction the learn-from-traffic flow fitted, its off-policy estimates against the champion of its day,
+-- whether it was promoted, and whether it serves now.
+CREATE VIEW learning_versions AS
+SELECT v.version_id, v.preference_id, v.created_at, v.labels, v.promoted,
+       coalesce(p.version_id = v.version_id, false) AS is_live,
+       CAST(v.evaluation ->> '$.challenger.value' AS DOUBLE) AS challenger_value,
+       CAST(v.evaluation ->> '$.champion.value' AS DOUBLE) AS champion_value,
+       CAST(v.evaluation ->> '$.difference.low' AS DOUBLE) AS difference_low,
+       CAST(v.evaluation ->> '$.difference.high' AS DOUBLE) AS difference_high,
+       v.evaluation ->> '$.estimator' AS estimator, v.evaluation ->> '$.decision' AS decision, v.evaluation
+FROM store.learned_corrections v LEFT JOIN store.learned_correction_pointer p USING (preference_id)

@@ -31,6 +31,16 @@ SESSION_SCHEMA = pa.schema([
     ("personalised", pa.bool_()),
     ("featurize_us", pa.int32()),
     ("decide_us", pa.int32()),
+    # Evidence for learning from traffic (flows/learning/, docs/routing.md "Learning from traffic"); appended last so
+    # older part files still read (as nulls) by name.
+    ("router_quality", pa.list_(pa.float32())),     # the router's own prediction, before what feedback taught
+    ("penalty_position", pa.list_(pa.float32())),   # the policy's 0..1 cost (or latency) position, aligned
+    ("policy_lambda", pa.float64()),                # quality given up per unit of position; null: the cheapest
+    ("propensity", pa.float64()),                   # P(chosen) under the logging policy; 1.0 when deterministic
+    ("explored", pa.bool_()),                       # the choice was an exploration draw (api/selection/exploration.py)
+    ("exploration_rate", pa.float32()),
+    ("correction_version", pa.string()),            # the promoted learned correction applied; null: none
+    ("features", pa.list_(pa.float32())),           # the router's feature vector; null when hash_content
 ])
 
 FEEDBACK_SCHEMA = pa.schema([

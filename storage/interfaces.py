@@ -18,6 +18,7 @@ from storage.records import (
     CustomRouterRecord,
     IssuedKey,
     Job,
+    LearnedVersion,
     Preference,
     PreferenceChanges,
     RouterState,
@@ -144,6 +145,29 @@ class Optimizations(Protocol):
     def fail_open(self, reason: str) -> list[str]: ...
 
 
+class Learning(Protocol):
+    """Corrections learned from each preference's traffic (flows/learning/): every version kept, one pointer."""
+
+    def record_version(self, preference_id: str, labels: int, parameters: str, evaluation: str,
+                       promote: bool) -> LearnedVersion:
+        """Keep a fitted version; with `promote`, point the preference at it."""
+        ...
+
+    def get(self, version_id: str) -> LearnedVersion | None: ...
+
+    def versions(self, preference_id: str) -> list[LearnedVersion]: ...
+
+    def live(self, preference_id: str) -> LearnedVersion | None: ...
+
+    def all_live(self) -> list[LearnedVersion]: ...
+
+    def promote(self, preference_id: str, version_id: str) -> LearnedVersion | None: ...
+
+    def rollback(self, preference_id: str) -> LearnedVersion | None:
+        """Point at the newest promoted version older than the live one (None: the router alone)."""
+        ...
+
+
 class Maintenance(Protocol):
     def ping(self) -> bool:
         """True when the system of record answers a query (readiness probes)."""
@@ -177,6 +201,9 @@ class Store(Protocol):
     def optimizations(self) -> Optimizations: ...
 
     @property
+    def learning(self) -> Learning: ...
+
+    @property
     def maintenance(self) -> Maintenance: ...
 
     @property
@@ -193,4 +220,5 @@ class Store(Protocol):
 
 # The RPC's map of domains: `<domain>.<method>` names a method of DOMAINS[domain].
 DOMAINS: dict[str, type] = {"accounts": Accounts, "preferences": Preferences, "jobs": Jobs, "routers": Routers,
-                            "optimizations": Optimizations, "maintenance": Maintenance}
+                            "optimizations": Optimizations, "learning": Learning,
+                            "maintenance": Maintenance}

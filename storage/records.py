@@ -59,6 +59,7 @@ class Preference(msgspec.Struct, frozen=True):
     updated_at: datetime
     has_custom_router: bool = False
     llm_providers: list[str] | None = None  # stored candidates, "provider/model" (the gateway's default)
+    exploration_rate: float | None = None  # 0..0.1: share of decisions explored (api/selection/exploration.py)
 
 
 class PreferenceChanges(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -70,6 +71,7 @@ class PreferenceChanges(msgspec.Struct, frozen=True, omit_defaults=True):
     max_model_depth: int | None | msgspec.UnsetType = msgspec.UNSET
     hash_content: bool | None | msgspec.UnsetType = msgspec.UNSET
     llm_providers: list[str] | None | msgspec.UnsetType = msgspec.UNSET
+    exploration_rate: float | None | msgspec.UnsetType = msgspec.UNSET
 
 
 TRAIN_CUSTOM_ROUTER = "train-custom-router"  # jobs.kind of a custom router training
@@ -124,3 +126,16 @@ class TrainingStart(msgspec.Struct, frozen=True):
 
     job: Job
     superseded: list[Job]
+
+
+class LearnedVersion(msgspec.Struct, frozen=True):
+    """One correction the learn-from-traffic flow fitted for a preference (storage/migrations/0006_*.sql)."""
+
+    version_id: str
+    preference_id: str
+    created_at: datetime
+    labels: int           # feedback labels it was fitted on
+    parameters: str       # JSON: api/selection/learned.py
+    evaluation: str       # JSON: the off-policy estimates of it and the champion, and the decision
+    promoted: bool        # it was made live when it was recorded (the pointer may have moved since)
+    is_live: bool = False

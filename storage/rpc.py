@@ -24,6 +24,7 @@ from storage.interfaces import (
     DOMAINS,
     Accounts,
     Jobs,
+    Learning,
     Maintenance,
     Optimizations,
     Preferences,
@@ -125,6 +126,7 @@ class RemoteStore:
         self.jobs = cast(Jobs, _client_class("jobs")(self, "jobs"))
         self.routers = cast(Routers, _client_class("routers")(self, "routers"))
         self.optimizations = cast(Optimizations, _client_class("optimizations")(self, "optimizations"))
+        self.learning = cast(Learning, _client_class("learning")(self, "learning"))
         self.maintenance = cast(Maintenance, _client_class("maintenance")(self, "maintenance"))
 
     def _connect(self, url: str, token: str) -> httpx.Client:

@@ -12,6 +12,7 @@ from pathlib import Path
 from storage.database import Database
 from storage.repositories.accounts import AccountRepository
 from storage.repositories.jobs import JobRepository
+from storage.repositories.learning import LearningRepository
 from storage.repositories.maintenance import MaintenanceRepository
 from storage.repositories.optimizations import OptimizationRepository
 from storage.repositories.preferences import PreferenceRepository
@@ -30,6 +31,7 @@ class LocalStore:
         self.jobs = JobRepository(self.database)
         self.routers = RouterRepository(self.database)
         self.optimizations = OptimizationRepository(self.database)
+        self.learning = LearningRepository(self.database)
         self.maintenance = MaintenanceRepository(self.database)
 
     def subscribe(self, listener: Callable[[str], None], resync: Callable[[], object] | None = None) -> None:

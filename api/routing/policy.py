@@ -44,6 +44,7 @@ class Decision:
     utility: np.ndarray  # what was maximised
     ranking: np.ndarray  # candidate indices, best first
     lam: float  # the lambda used
+    position: np.ndarray  # the 0..1 cost (or latency) position lambda weighs: replaying a decision needs it
 
 
 def request_cost_usd(
@@ -112,4 +113,5 @@ def choose(
         utility = q - lam * x
         # Best utility first; ties go to the cheaper, then to the better quality, then to the earlier candidate.
         order = np.lexsort((np.arange(len(q)), -q, x, -np.round(utility, 12)))
-    return Decision(index=int(order[0]), quality=q, cost_usd=cost, utility=utility, ranking=order, lam=lam)
+    return Decision(index=int(order[0]), quality=q, cost_usd=cost, utility=utility, ranking=order, lam=lam,
+                    position=x)

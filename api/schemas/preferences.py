@@ -9,6 +9,9 @@ from api.schemas.common import CostQualityTradeoff, ModelDepth
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, description="A label people recognise")]
 ModelName = Annotated[str, msgspec.Meta(pattern=r"^[^/\s]{1,64}/\S{1,256}$", description="provider/model")]
+ExplorationRate = Annotated[float, msgspec.Meta(
+    ge=0.0, le=0.1, description="Share of decisions routed to a near-best alternative so feedback reaches it "
+    "(docs/routing.md, 'Learning from traffic'); null or 0: never")]
 StoredCandidates = Annotated[list[ModelName], msgspec.Meta(min_length=1, max_length=100)]
 
 
@@ -32,6 +35,7 @@ class UpdatePreferenceBase(msgspec.Struct):
     hash_content: bool | None | msgspec.UnsetType = msgspec.UNSET
     # The gateway's candidates when a request names none (docs/api.md, "OpenAI-compatible gateway").
     llm_providers: StoredCandidates | None | msgspec.UnsetType = msgspec.UNSET
+    exploration_rate: ExplorationRate | None | msgspec.UnsetType = msgspec.UNSET
 
 
 class PreferenceResponse(msgspec.Struct):
@@ -47,6 +51,7 @@ class PreferenceResponse(msgspec.Struct):
     created_at: datetime
     updated_at: datetime
     llm_providers: list[str] | None = None
+    exploration_rate: float | None = None
 
 
 class PreferenceDeleteResponse(msgspec.Struct):

@@ -4,6 +4,7 @@ one model, with the decision recorded as a session. No web framework here; the c
 from __future__ import annotations
 
 import hashlib
+import random
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,6 +25,8 @@ from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse, To
 from api.selection.candidates import ResolvedCandidate, Resolver, aggregator_format
 from api.selection.custom_mix import mixed_quality
 from api.selection.eligibility import eligible
+from api.selection.exploration import explore
+from api.selection.learned import LearnedCorrections
 from api.selection.latency import ObservedLatency, latency_s
 from api.selection.personalization import FeedbackMemory
 from api.selection.sessions import SessionLog, new_session_id
@@ -146,7 +149,8 @@ class SelectionService:
     def __init__(self, catalogue: Catalogue, featurizer: Featurizer, default_router: ScoringRouter,
                  preferences: PreferenceLookup, sessions: SessionLog, memory: FeedbackMemory,
                  custom_routers: RouterSource | None = None, dial: TrafficDial | None = None,
-                 sticky_margin: float = DEFAULT_MARGIN) -> None:
+                 sticky_margin: float = DEFAULT_MARGIN, learned: LearnedCorrections | None = None,
+                 rng: random.Random | None = None) -> None:
         self.catalogue, self.featurizer, self.default_router = catalogue, featurizer, default_router
         self.resolve = Resolver(catalogue)
         self.preferences, self.sessions, self.memory = preferences, sessions, memory
@@ -154,6 +158,8 @@ class SelectionService:
         self.dial = dial  # None: the default router's trained schedule for everyone
         self.observed_latency = ObservedLatency()  # fed by the gateway's calls (api/gateway/service.py)
         self.sticky_margin = sticky_margin
+        self.learned = learned  # corrections promoted by the learn-from-traffic flow (api/selection/learned.py)
+        self.rng = rng or random.Random()  # exploration's draws (api/selection/exploration.py)
         # The model that answered a recent gateway call, by (session, user): set by the gateway (api/gateway/).
         self.answered: Callable[[str, str], str | None] | None = None
         self._orders: dict[tuple[str, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
@@ -229,7 +235,11 @@ class SelectionService:
         else:
             quality, router, router_name = mixed_quality(custom, self.default_router, features, plain,
                                                          scored_text)
-        personalised = pref is not None and self.memory.knows(pref.preference_id)
+        router_quality = quality
+        correction = self.learned.get(pref.preference_id if pref else None) if self.learned is not None else None
+        if correction is not None:  # it was fitted on the same feedback the residual memory holds: one or the other
+            quality = correction.apply(features.vector, [c.key for c in plain], quality)
+        personalised = correction is None and pref is not None and self.memory.knows(pref.preference_id)
         if personalised:
             quality = self.memory.adjust(pref.preference_id, self.embedding(features),  # type: ignore[union-attr]
                                          [c.key for c in plain], quality)
@@ -265,6 +275,10 @@ class SelectionService:
                                                            previous, self.sticky_margin)
         if kept is not None:
             ranking.insert(0, ranking.pop(kept))
+        rate = (pref.exploration_rate or 0.0) if pref is not None and kept is None else 0.0
+        position, propensity = explore(decision.utility[ranking], rate, self.rng) if rate else (0, 1.0)
+        if position:
+            ranking.insert(0, ranking.pop(position))
         chosen = candidates[ranking[0]]
         session_id = new_session_id()
         done = time.perf_counter_ns()
@@ -283,6 +297,12 @@ class SelectionService:
             "tradeoff": opts.tradeoff, "cost_quality_tradeoff": opts.cost_quality_tradeoff,
             "max_model_depth": opts.max_model_depth, "router": router_name, "personalised": personalised,
             "featurize_us": (featurized - started) // 1000, "decide_us": (done - featurized) // 1000,
+            "router_quality": np.asarray(router_quality, dtype=np.float64).tolist(),
+            "penalty_position": decision.position.tolist(),
+            "policy_lambda": decision.lam if np.isfinite(decision.lam) else None, "propensity": propensity,
+            "explored": bool(position), "exploration_rate": rate,
+            "correction_version": correction.version_id if correction is not None else None,
+            "features": None if opts.hash_content else features.vector.tolist(),
         }, embedding=None if opts.hash_content else self.embedding(features).copy())
         return Selection(ModelSelectResponse(providers=[chosen.label], session_id=session_id),
                          tuple(candidates[i] for i in ranking), tuple(decision.quality[ranking].tolist()),

@@ -17,7 +17,7 @@ from storage.layout import DataDir
 
 # What analysts may read of the system of record: everything except the API key hashes.
 CATALOGUE_TABLES = ("users", "preferences", "jobs", "custom_routers", "router_trainings", "router_training_metrics",
-                    "optimization_runs", "optimization_results")
+                    "optimization_runs", "optimization_results", "learned_corrections", "learned_correction_pointer")
 SNAPSHOT_MAX_AGE_S = 3600  # a reader removes its snapshot once loaded; older ones belong to readers that died
 
 

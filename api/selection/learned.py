@@ -1,0 +1,124 @@
+"""Corrections learned from a preference's own traffic, served on the decision path.
+
+The learn-from-traffic flow (flows/learning/) fits, for each model m of a preference's traffic, a correction of
+the router's predicted quality q_m(x): delta_m(x) = b_m + w_m . z(x), z the router's feature vector standardised
+with the traffic's mean and scale, the weights a ridge regression of the feedback residuals (label - q_m) whose
+penalty the residuals themselves choose (flows/learning/fit.py). Noise or a handful of labels leave w near 0 and b
+shrunk towards 0: the router is kept where the labels do not agree. Serving adds delta to the candidates the
+correction knows (one dot product each) and leaves the others alone; it is the one definition of the correction,
+used by the flow's evaluation too. A preference with a live correction is no longer moved by the nearest-neighbour
+residual (api/selection/personalization.py): the correction was fitted on the same feedback.
+
+Which version serves a preference is a pointer in the store (storage/repositories/learning.py); every API worker
+keeps the live ones in memory and reloads a preference's when the store's change feed names it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+log = logging.getLogger("switchboard.learning")
+FORMAT = 1
+
+
+class CorrectionParameters(msgspec.Struct, frozen=True):
+    """The stored form (learned_corrections.parameters)."""
+
+    format: int
+    feature_version: str
+    mean: list[float]
+    scale: list[float]
+    models: list[str]             # provider/model keys, aligned with weights and bias
+    weights: list[list[float]]
+    bias: list[float]
+
+
+@dataclass(frozen=True)
+class Correction:
+    version_id: str
+    feature_version: str
+    mean: np.ndarray
+    inv_scale: np.ndarray
+    rows: dict[str, int]
+    weights: np.ndarray  # (models, features)
+    bias: np.ndarray
+
+    @classmethod
+    def of(cls, version_id: str, p: CorrectionParameters) -> "Correction":
+        if p.format != FORMAT:
+            raise ValueError(f"correction format {p.format} is not {FORMAT}")
+        scale = np.asarray(p.scale, dtype=np.float64)
+        return cls(version_id, p.feature_version, np.asarray(p.mean, dtype=np.float64),
+                   1.0 / np.where(scale > 0, scale, 1.0), {m: i for i, m in enumerate(p.models)},
+                   np.asarray(p.weights, dtype=np.float64).reshape(len(p.models), len(p.mean)),
+                   np.asarray(p.bias, dtype=np.float64))
+
+    def delta(self, features: np.ndarray, keys: list[str]) -> np.ndarray:
+        """The correction of each candidate's predicted quality (0 for models it was not fitted on)."""
+        out = np.zeros(len(keys))
+        rows = [(i, self.rows.get(k)) for i, k in enumerate(keys)]
+        known = [(i, r) for i, r in rows if r is not None]
+        if known:
+            z = (np.asarray(features, dtype=np.float64) - self.mean) * self.inv_scale
+            idx = [r for _, r in known]
+            out[[i for i, _ in known]] = self.weights[idx] @ z + self.bias[idx]
+        return out
+
+    def apply(self, features: np.ndarray, keys: list[str], quality: np.ndarray) -> np.ndarray:
+        return np.clip(np.asarray(quality, dtype=np.float64) + self.delta(features, keys), 0.0, 1.0)
+
+
+def parse(version_id: str, parameters: str) -> Correction:
+    return Correction.of(version_id, msgspec.json.decode(parameters, type=CorrectionParameters))
+
+
+class LearnedCorrections:
+    """Preference -> live correction, in memory; follows the store (Store.subscribe)."""
+
+    def __init__(self, store, feature_version: str) -> None:
+        self.store, self.feature_version = store, feature_version
+        self._live: dict[str, Correction] = {}
+        self._lock = threading.Lock()
+
+    def attach(self) -> "LearnedCorrections":
+        self.store.subscribe(self.refresh, resync=self.load_all)
+        return self.load_all()
+
+    def load_all(self) -> "LearnedCorrections":
+        loaded = {}
+        for version in self.store.learning.all_live():
+            correction = self._parse(version.version_id, version.parameters)
+            if correction is not None:
+                loaded[version.preference_id] = correction
+        with self._lock:
+            self._live = loaded
+        return self
+
+    def refresh(self, preference_id: str) -> None:
+        version = self.store.learning.live(preference_id)
+        correction = None if version is None else self._parse(version.version_id, version.parameters)
+        with self._lock:
+            if correction is None:
+                self._live.pop(preference_id, None)
+            else:
+                self._live[preference_id] = correction
+
+    def _parse(self, version_id: str, parameters: str) -> Correction | None:
+        try:
+            correction = parse(version_id, parameters)
+        except (ValueError, msgspec.DecodeError):
+            log.exception("learned correction %s does not load; the router serves alone", version_id)
+            return None
+        if correction.feature_version != self.feature_version:  # docs/architecture.md, rule 4
+            log.warning("learned correction %s was fitted on features %s, not %s; the router serves alone",
+                        version_id, correction.feature_version, self.feature_version)
+            return None
+        return correction
+
+    def get(self, preference_id: str | None) -> Correction | None:
+        return None if preference_id is None else self._live.get(preference_id)
