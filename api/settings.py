@@ -105,6 +105,10 @@ class Settings:
     # How often Prefect's scheduler starts the housekeeping deployment (flows/housekeeping.py); tests shorten it to
     # prove that scheduled runs really happen.
     housekeeping_interval_s: int = 600
+    # How often the learn-from-traffic deployment runs (flows/learning/flow.py), and how many new labels a preference
+    # needs since its last fitted version before the flow fits another.
+    learning_interval_s: int = 3600
+    learning_min_new_labels: int = 200
     # The OpenAI-compatible gateway (api/gateway/, docs/api.md): attempts per request (the first choice and its
     # fallbacks), how long an upstream may take to connect and to send its first byte, and the margin of
     # predicted utility a follow-up turn must gain to leave the model that answered the previous turn.
@@ -251,6 +255,8 @@ def get_settings() -> Settings:
         http_body_timeout_s=max(0.001, _float("SWITCHBOARD_HTTP_BODY_TIMEOUT_S", 60.0)),
         http_max_connections=max(0, _int("SWITCHBOARD_HTTP_MAX_CONNECTIONS", 0)),
         housekeeping_interval_s=max(1, _int("SWITCHBOARD_HOUSEKEEPING_INTERVAL_S", 600)),
+        learning_interval_s=max(1, _int("SWITCHBOARD_LEARNING_INTERVAL_S", 3600)),
+        learning_min_new_labels=max(1, _int("SWITCHBOARD_LEARNING_MIN_NEW_LABELS", 200)),
         gateway_max_attempts=max(1, _int("SWITCHBOARD_GATEWAY_MAX_ATTEMPTS", 3)),
         gateway_connect_timeout_s=max(0.001, _float("SWITCHBOARD_GATEWAY_CONNECT_TIMEOUT_S", 5.0)),
         gateway_first_byte_timeout_s=max(0.001, _float("SWITCHBOARD_GATEWAY_FIRST_BYTE_TIMEOUT_S", 60.0)),

@@ -7,6 +7,7 @@ from typing import Any
 
 from api.settings import get_settings
 from flows.housekeeping import housekeeping
+from flows.learning.flow import learn_from_traffic
 from flows.optimize_prompt import optimize_prompt
 from flows.train_custom_router import train_custom_router
 from flows.train_default_router import train_default_router_flow
@@ -20,6 +21,10 @@ def deployments(**options: Any) -> list[Any]:
         housekeeping.to_deployment(name="housekeeping", interval=settings.housekeeping_interval_s,
                                    description="Reconcile jobs with Prefect, compact event logs, checkpoint DuckDB",
                                    **options),
+        learn_from_traffic.to_deployment(name="learn-from-traffic", interval=settings.learning_interval_s,
+                                         description="Fit a correction of each preference's router from its "
+                                                     "feedback; promote it only when it scores better off-policy",
+                                         **options),
         train_custom_router.to_deployment(name="train-custom-router",
                                           description="Train a preference's custom router from an uploaded CSV",
                                           **options),

@@ -103,6 +103,33 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_learning_run(args: argparse.Namespace) -> int:
+    """Queue a learn-from-traffic run on the deployment (the runner or a work pool executes it)."""
+    # lazy: Prefect's client loads only for this command
+    import asyncio
+
+    from flows import prefect_api
+
+    parameters = {"preference_id": args.preference, "min_new_labels": args.min_new_labels}
+    run_id = asyncio.run(prefect_api.trigger(prefect_api.LEARN_FROM_TRAFFIC, parameters))
+    print(f"learn-from-traffic queued: flow run {run_id}")
+    return 0
+
+
+def cmd_learning_versions(args: argparse.Namespace) -> int:
+    for v in _store().learning.versions(args.preference):
+        print(f"{v.version_id}  {v.created_at:%Y-%m-%d %H:%M:%S}  labels={v.labels:<7} "
+              f"{'promoted' if v.promoted else 'kept out'}{'  LIVE' if v.is_live else ''}")
+    return 0
+
+
+def cmd_learning_rollback(args: argparse.Namespace) -> int:
+    live = _store().learning.rollback(args.preference)
+    print(f"preference {args.preference} now served by "
+          f"{'learned correction ' + live.version_id if live else 'its router alone'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="switchboard", description="LLM routing and prompt optimization service")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -153,6 +180,19 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key by key id, prefix or the key itself")
     revoke.add_argument("key")
     revoke.set_defaults(func=cmd_keys_revoke)
+
+    learning = sub.add_parser("learning", help="learning from traffic: run the flow, list versions, roll back")
+    learning_sub = learning.add_subparsers(dest="learning_command", required=True)
+    run = learning_sub.add_parser("run", help="queue a learn-from-traffic flow run (PREFECT_API_URL names the server)")
+    run.add_argument("--preference", help="only this preference (default: every one with enough new labels)")
+    run.add_argument("--min-new-labels", type=int, help="labels needed since its last version (default: settings)")
+    run.set_defaults(func=cmd_learning_run)
+    versions = learning_sub.add_parser("versions", help="a preference's learned corrections, oldest first")
+    versions.add_argument("preference")
+    versions.set_defaults(func=cmd_learning_versions)
+    rollback = learning_sub.add_parser("rollback", help="serve the previously promoted correction (or the router alone)")
+    rollback.add_argument("preference")
+    rollback.set_defaults(func=cmd_learning_rollback)
 
     report = sub.add_parser("report", help="write a self-contained HTML summary of usage and routing (safe while "
                                            "the service runs)")

@@ -1,0 +1,78 @@
+"""One preference's learning step, without Prefect (the flow in flows/learning/flow.py wraps it in tasks; the
+benchmark calls it in process): split the labelled decisions by time, fit a challenger on the older part, evaluate
+it against the champion on the most recent part, decide.
+
+The challenger is promoted only when the doubly robust estimate of its advantage over the champion is positive
+beyond its 95 % interval (flows/learning/off_policy.py). The learning curve refits on growing prefixes of the older
+part and scores each on the same held-out slice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+from api.selection.learned import Correction, CorrectionParameters
+from flows.learning.fit import fit_correction
+from flows.learning.off_policy import compare
+from flows.learning.table import Evidence
+
+HOLDOUT_SHARE = 0.2
+MIN_HELD_OUT = 50
+CURVE_SHARES = (0.25, 0.5, 1.0)
+ESTIMATOR = "dr"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    parameters: CorrectionParameters
+    evaluation: dict
+    promote: bool
+    labels: int
+
+    def parameters_json(self) -> str:
+        return msgspec.json.encode(self.parameters).decode()
+
+    def evaluation_json(self) -> str:
+        return msgspec.json.encode(self.evaluation).decode()
+
+
+def split(n: int, holdout_share: float = HOLDOUT_SHARE) -> tuple[np.ndarray, np.ndarray]:
+    """(older rows, most recent rows): evidence is oldest first."""
+    cut = n - max(int(round(n * holdout_share)), min(MIN_HELD_OUT, n // 2))
+    return np.arange(cut), np.arange(cut, n)
+
+
+def fit(evidence: Evidence, feature_version: str) -> tuple[CorrectionParameters, dict]:
+    return fit_correction(evidence.features, evidence.chosen_models(), evidence.chosen_quality(), evidence.label,
+                          feature_version)
+
+
+def learn(evidence: Evidence, champion: Correction | None, feature_version: str,
+          holdout_share: float = HOLDOUT_SHARE, curve: bool = True) -> Outcome:
+    older, recent = split(len(evidence), holdout_share)
+    train, held_out = evidence.rows(older), evidence.rows(recent)
+    params, per_model = fit(train, feature_version)
+    challenger = Correction.of("challenger", params)
+    result = compare(held_out, challenger, champion)
+    diff = result[ESTIMATOR]["difference"]
+    promote = bool(params.models) and len(held_out) >= MIN_HELD_OUT and diff["low"] > 0
+    points = []
+    if curve:
+        for share in CURVE_SHARES:
+            part = train.rows(np.arange(max(int(len(train) * share), 1)))
+            p, _ = fit(part, feature_version)
+            scored = compare(held_out, Correction.of("curve", p), champion)
+            points.append({"labels": len(part), "challenger": scored[ESTIMATOR]["challenger"]["value"],
+                           "champion": scored[ESTIMATOR]["champion"]["value"]})
+    evaluation = {
+        "estimator": ESTIMATOR, "trained_on": len(train), "held_out": len(held_out),
+        "champion_version": champion.version_id if champion is not None else None,
+        "challenger": result[ESTIMATOR]["challenger"], "champion": result[ESTIMATOR]["champion"],
+        "difference": diff, "ips": result["ips"], "dr": result["dr"], "logged_value": result["logged_value"],
+        "changed_decisions": result["changed_decisions"], "per_model": per_model, "learning_curve": points,
+        "decision": "promoted" if promote else "kept the champion",
+    }
+    return Outcome(params, evaluation, promote, len(evidence))
