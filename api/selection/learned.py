@@ -1,13 +1,14 @@
 """Corrections learned from a preference's own traffic, served on the decision path.
 
-The learn-from-traffic flow (flows/learning/) fits, for each model m of a preference's traffic, a correction of
-the router's predicted quality q_m(x): delta_m(x) = b_m + w_m . z(x), z the router's feature vector standardised
-with the traffic's mean and scale, the weights a ridge regression of the feedback residuals (label - q_m) whose
-penalty the residuals themselves choose (flows/learning/fit.py). Noise or a handful of labels leave w near 0 and b
-shrunk towards 0: the router is kept where the labels do not agree. Serving adds delta to the candidates the
-correction knows (one dot product each) and leaves the others alone; it is the one definition of the correction,
-used by the flow's evaluation too. A preference with a live correction is no longer moved by the nearest-neighbour
-residual (api/selection/personalization.py): the correction was fitted on the same feedback.
+The learn-from-traffic flow (flows/learning/) groups the preference's prompts into k clusters of the router's
+embedding (spherical k-means) and fits, for each model m of its traffic, a correction of the router's predicted
+quality: delta_m(x) = b_m + w_m[c(x)], c(x) the cluster whose centroid is nearest the prompt's unit embedding, b_m
+the model's mean feedback residual (label - predicted) shrunk towards 0, w_m its per-cluster deviations, shrunk by a
+penalty that the residuals choose (flows/learning/fit.py). Noise or a handful of labels leave w near 0 and b small:
+the router is kept where the labels do not agree. Serving adds delta to the candidates the correction knows (k dot
+products per decision) and leaves the others alone; this is the one definition of the correction, used by the
+flow's evaluation too. A preference with a live correction is no longer moved by the nearest-neighbour residual
+(api/selection/personalization.py): the correction was fitted on the same feedback.
 
 Which version serves a preference is a pointer in the store (storage/repositories/learning.py); every API worker
 keeps the live ones in memory and reloads a preference's when the store's change feed names it.
@@ -31,10 +32,9 @@ class CorrectionParameters(msgspec.Struct, frozen=True):
 
     format: int
     feature_version: str
-    mean: list[float]
-    scale: list[float]
+    centroids: list[list[float]]  # k unit vectors in the router's embedding space
     models: list[str]             # provider/model keys, aligned with weights and bias
-    weights: list[list[float]]
+    weights: list[list[float]]    # per model, one deviation per cluster
     bias: list[float]
 
 
@@ -42,31 +42,34 @@ class CorrectionParameters(msgspec.Struct, frozen=True):
 class Correction:
     version_id: str
     feature_version: str
-    mean: np.ndarray
-    inv_scale: np.ndarray
+    centroids: np.ndarray  # (k, embedding dim)
     rows: dict[str, int]
-    weights: np.ndarray  # (models, features)
+    weights: np.ndarray    # (models, k)
     bias: np.ndarray
 
     @classmethod
     def of(cls, version_id: str, p: CorrectionParameters) -> "Correction":
         if p.format != FORMAT:
             raise ValueError(f"correction format {p.format} is not {FORMAT}")
-        scale = np.asarray(p.scale, dtype=np.float64)
-        return cls(version_id, p.feature_version, np.asarray(p.mean, dtype=np.float64),
-                   1.0 / np.where(scale > 0, scale, 1.0), {m: i for i, m in enumerate(p.models)},
-                   np.asarray(p.weights, dtype=np.float64).reshape(len(p.models), len(p.mean)),
+        centroids = np.asarray(p.centroids, dtype=np.float64).reshape(len(p.centroids), -1)
+        return cls(version_id, p.feature_version, centroids, {m: i for i, m in enumerate(p.models)},
+                   np.asarray(p.weights, dtype=np.float64).reshape(len(p.models), len(centroids)),
                    np.asarray(p.bias, dtype=np.float64))
+
+    def clusters(self, features: np.ndarray) -> np.ndarray:
+        """The nearest centroid of each row's embedding (the leading columns of the router's feature vector); a
+        norm does not change which centroid is nearest, so none is taken."""
+        features = np.atleast_2d(features)
+        return (features[:, : self.centroids.shape[1]] @ self.centroids.T).argmax(axis=1)
 
     def delta(self, features: np.ndarray, keys: list[str]) -> np.ndarray:
         """The correction of each candidate's predicted quality (0 for models it was not fitted on)."""
         out = np.zeros(len(keys))
-        rows = [(i, self.rows.get(k)) for i, k in enumerate(keys)]
-        known = [(i, r) for i, r in rows if r is not None]
+        known = [(i, r) for i, r in ((i, self.rows.get(k)) for i, k in enumerate(keys)) if r is not None]
         if known:
-            z = (np.asarray(features, dtype=np.float64) - self.mean) * self.inv_scale
+            c = int(self.clusters(np.asarray(features, dtype=np.float64))[0])
             idx = [r for _, r in known]
-            out[[i for i, _ in known]] = self.weights[idx] @ z + self.bias[idx]
+            out[[i for i, _ in known]] = self.weights[idx, c] + self.bias[idx]
         return out
 
     def apply(self, features: np.ndarray, keys: list[str], quality: np.ndarray) -> np.ndarray:

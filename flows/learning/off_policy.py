@@ -41,17 +41,16 @@ def interval(values: np.ndarray) -> Estimate:
 def corrected_quality(evidence: Evidence, correction: Correction | None) -> np.ndarray:
     """(n, k) predicted quality of every logged candidate under the router plus `correction` (None: the router)."""
     quality = evidence.router_quality.copy()
-    if correction is None:
+    if correction is None or len(evidence) == 0:
         return quality
-    z = (evidence.features - correction.mean) * correction.inv_scale
-    for name, m in ((name, i) for i, name in enumerate(evidence.models)):
+    cluster = correction.clusters(evidence.features)
+    for m, name in enumerate(evidence.models):
         row = correction.rows.get(name)
         if row is None:
             continue
         cells = evidence.model == m
-        if cells.any():
-            delta = z @ correction.weights[row] + correction.bias[row]  # (n,)
-            quality[cells] += np.broadcast_to(delta[:, None], cells.shape)[cells]
+        delta = correction.weights[row, cluster] + correction.bias[row]  # (n,)
+        quality[cells] += np.broadcast_to(delta[:, None], cells.shape)[cells]
     return np.clip(quality, 0.0, 1.0)
 
 
