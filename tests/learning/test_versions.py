@@ -1,0 +1,52 @@
+"""Every learned version is kept; promotion and rollback move the pointer; API workers follow the store."""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from api.selection.learned import FORMAT, CorrectionParameters, LearnedCorrections
+from storage.store import LocalStore
+
+
+def params(shift: float, feature_version: str = "fv") -> str:
+    return msgspec.json.encode(CorrectionParameters(format=FORMAT, feature_version=feature_version,
+                                                    centroids=[[1.0, 0.0], [0.0, 1.0]], models=["acme/a"],
+                                                    weights=[[shift, -shift]], bias=[0.0])).decode()
+
+
+def test_promotion_and_rollback_move_the_pointer_and_workers_follow(tmp_path):
+    store = LocalStore(tmp_path / "db.duckdb")
+    try:
+        served = LearnedCorrections(store, "fv").attach()
+        assert served.get("p") is None and store.learning.rollback("p") is None
+        first = store.learning.record_version("p", 300, params(0.1), "{}", promote=True)
+        assert served.get("p").version_id == first.version_id  # notified as the version was recorded
+        kept_out = store.learning.record_version("p", 600, params(0.5), "{}", promote=False)
+        assert served.get("p").version_id == first.version_id
+        second = store.learning.record_version("p", 900, params(0.2), "{}", promote=True)
+        assert served.get("p").version_id == second.version_id
+        assert float(served.get("p").delta(np.array([1.0, 0.0, 9.0]), ["acme/a", "acme/b"])[0]) == \
+            served.get("p").weights[0, 0]
+        other = store.learning.record_version("q", 300, params(0.3), "{}", promote=True)
+
+        assert store.learning.rollback("p").version_id == first.version_id
+        assert served.get("p").version_id == first.version_id
+        assert store.learning.rollback("p") is None and served.get("p") is None  # the router alone
+        assert [v.version_id for v in store.learning.versions("p")] == \
+            [first.version_id, kept_out.version_id, second.version_id]  # nothing is deleted
+        assert store.learning.promote("p", kept_out.version_id).is_live
+        assert served.get("p").version_id == kept_out.version_id
+        assert store.learning.promote("p", other.version_id) is None  # another preference's version
+        assert served.get("q").version_id == other.version_id
+    finally:
+        store.close()
+
+
+def test_a_correction_for_other_features_is_not_served(tmp_path):
+    store = LocalStore(tmp_path / "db.duckdb")
+    try:
+        store.learning.record_version("p", 300, params(0.1, feature_version="older"), "{}", promote=True)
+        assert LearnedCorrections(store, "fv").attach().get("p") is None
+    finally:
+        store.close()
