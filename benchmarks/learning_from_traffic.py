@@ -172,11 +172,10 @@ def speed(rows: int, router, items) -> None:
         keys = ["/".join(STRONG), "/".join(WEAK)]
         outcome = np.where(chosen == 0, items.strong[pick], items.weak[pick]).astype(np.int8)
         ids = [f"s{i:08d}" for i in range(rows)]
-        now = pa.scalar(np.datetime64("2026-11-25T00:00:00", "us"), pa.timestamp("us", tz="UTC"))
+        created = np.datetime64("2026-11-25T00:00:00", "us") + np.arange(rows).astype("timedelta64[us]")
         base = {name: pa.nulls(rows, SESSION_SCHEMA.field(name).type) for name in SESSION_SCHEMA.names}
         base.update({
-            "session_id": pa.array(ids), "created_at": pa.array([now.value + i for i in range(rows)],
-                                                                pa.timestamp("us", tz="UTC")),
+            "session_id": pa.array(ids), "created_at": pa.array(created, pa.timestamp("us", tz="UTC")),
             "user_id": pa.array(["alice"] * rows), "preference_id": pa.array(["pref"] * rows),
             "hashed": pa.array([False] * rows), "eligible": pa.array([keys] * rows),
             "chosen": pa.array([keys[c] for c in chosen]),

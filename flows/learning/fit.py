@@ -30,6 +30,7 @@ LABELS_PER_CLUSTER = 125
 MAX_CLUSTERS = 16
 PSEUDO_COUNTS = tuple(10.0 ** k for k in np.arange(0.0, 4.01, 0.25))  # ridge penalties tried (labels)
 KMEANS_ITERATIONS = 25
+KMEANS_SAMPLE = 5_000      # centroids from an even spread of at most this many prompts: 16 kinds need no more
 
 
 def cluster_count(labels: int) -> int:
@@ -53,8 +54,7 @@ def spherical_kmeans(e: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
     c = np.array(centroids)
     for _ in range(KMEANS_ITERATIONS):
         assign = (e @ c.T).argmax(axis=1)
-        sums = np.zeros_like(c)
-        np.add.at(sums, assign, e)
+        sums = np.eye(len(c))[assign].T @ e
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         c = np.where(norms > 0, sums / np.where(norms > 0, norms, 1.0), c)
     return c
@@ -85,7 +85,8 @@ def fit_correction(features: np.ndarray, models: list[str], router_quality: np.n
                    feature_version: str, embedding_dim: int) -> tuple[CorrectionParameters, dict[str, dict]]:
     """The challenger's parameters and, per model, what was learned (labels, bias, penalty, spread of w)."""
     e = unit_rows(np.asarray(features, dtype=np.float64)[:, :embedding_dim])
-    centroids = spherical_kmeans(e, cluster_count(len(e))) if len(e) else np.zeros((1, embedding_dim))
+    spread = np.linspace(0, len(e) - 1, min(len(e), KMEANS_SAMPLE)).round().astype(int)
+    centroids = spherical_kmeans(e[spread], cluster_count(len(e))) if len(e) else np.zeros((1, embedding_dim))
     onehot = np.eye(len(centroids))[(e @ centroids.T).argmax(axis=1)] if len(e) else np.zeros((0, 1))
     residual = np.asarray(labels, dtype=np.float64) - np.asarray(router_quality, dtype=np.float64)
     chosen = np.asarray(models)

@@ -30,9 +30,11 @@ from storage import analytics
 @task(name="find-preferences", cache_policy=NO_CACHE)
 def find_preferences(preference_id: str | None, min_new_labels: int) -> list[str]:
     """Preferences whose labelled decisions grew by `min_new_labels` since their last fitted version."""
-    store = connect()
     with analytics.connect(get_settings().data_dir) as conn:
         counts = label_counts(conn)
+    # Opened after the analysts' connection is closed: without an owner (a flow run while the service is stopped)
+    # both would open the same file.
+    store = connect()
     due = []
     for pid, labels in sorted(counts.items()):
         if preference_id is not None and pid != preference_id:

@@ -37,7 +37,14 @@ class Outcome:
         return msgspec.json.encode(self.parameters).decode()
 
     def evaluation_json(self) -> str:
-        return msgspec.json.encode(self.evaluation).decode()
+        return msgspec.json.encode(self.evaluation, enc_hook=_plain).decode()
+
+
+def _plain(value: object) -> object:
+    """numpy scalars (the estimates) as Python numbers for JSON."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
 def split(n: int, holdout_share: float = HOLDOUT_SHARE) -> tuple[np.ndarray, np.ndarray]:
@@ -61,7 +68,7 @@ def learn(evidence: Evidence, champion: Correction | None, feature_version: str,
     challenger = Correction.of("challenger", params)
     result = compare(held_out, challenger, champion)
     diff = result[ESTIMATOR]["difference"]
-    promote = bool(params.models) and len(held_out) >= MIN_HELD_OUT and diff["low"] > 0
+    promote = bool(params.models and len(held_out) >= MIN_HELD_OUT and diff["low"] > 0)
     points = []
     if curve:
         for share in CURVE_SHARES:

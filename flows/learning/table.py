@@ -96,7 +96,7 @@ def from_arrow(table: pa.Table) -> Evidence:
 
 def load_evidence(conn, preference_id: str) -> Evidence:
     """`conn`: an analysts' connection (storage/analytics.py connect())."""
-    return from_arrow(conn.execute(EVIDENCE_SQL, [preference_id]).fetch_arrow_table())
+    return from_arrow(conn.sql(EVIDENCE_SQL, params=[preference_id]).to_arrow_table())
 
 
 def label_counts(conn) -> dict[str, int]:
