@@ -99,9 +99,9 @@ def curve(name, items, router, seeds: int, judged_n: int) -> None:
     candidates = [Candidate(provider=STRONG[0], model=STRONG[1], input_price=10.0, output_price=30.0),
                   Candidate(provider=WEAK[0], model=WEAK[1], input_price=0.6, output_price=0.6)]
     feats = [router.featurizer.featurize(p) for p in items.prompts]
-    features = np.stack([f.vector for f in feats])
-    quality = np.stack([router.predict_quality(f, candidates) for f in feats])
     dim = router.featurizer.embedding.dim
+    features = np.stack([f.vector[:dim] for f in feats])  # the embedding: what feedback rows record
+    quality = np.stack([router.predict_quality(f, candidates) for f in feats])
     version = router.featurizer.version
     strong, weak = items.strong, items.weak
     print(f"\n{name} left out: {len(items.prompts)} prompts, {judged_n} judged per seed; strong {strong.mean():.3f}, "
@@ -165,7 +165,8 @@ def speed(rows: int, router, items) -> None:
         n_prompts = min(len(items.prompts), 5000)
         feats = [router.featurizer.featurize(p) for p in items.prompts[:n_prompts]]
         quality = np.stack([router.predict_quality(f, candidates) for f in feats]).astype(np.float32)
-        vectors = np.stack([f.vector for f in feats]).astype(np.float32)
+        dim = router.featurizer.embedding.dim
+        vectors = np.stack([f.vector[:dim] for f in feats]).astype(np.float32)
         rng = np.random.default_rng(0)
         pick = rng.integers(0, n_prompts, rows)
         chosen = rng.integers(0, 2, rows)
@@ -183,12 +184,13 @@ def speed(rows: int, router, items) -> None:
             "predicted_quality": pa.array(list(quality[pick]), pa.list_(pa.float32())),
             "penalty_position": pa.array([[1.0, 0.0]] * rows, pa.list_(pa.float32())),
             "policy_lambda": pa.array(np.full(rows, 0.1)), "propensity": pa.array(np.full(rows, 0.5)),
-            "explored": pa.array([False] * rows), "features": pa.array(list(vectors[pick]), pa.list_(pa.float32())),
+            "explored": pa.array([False] * rows),
         })
         events.append(settings.events_dir, "sessions", pa.table(base, schema=SESSION_SCHEMA))
         fb = {name: pa.nulls(rows, FEEDBACK_SCHEMA.field(name).type) for name in FEEDBACK_SCHEMA.names}
         fb.update({"feedback_id": pa.array(ids), "session_id": pa.array(ids), "created_at": base["created_at"],
-                   "preference_id": pa.array(["pref"] * rows), "accuracy": pa.array(outcome, pa.int8())})
+                   "preference_id": pa.array(["pref"] * rows), "accuracy": pa.array(outcome, pa.int8()),
+                   "embedding": pa.array(list(vectors[pick]), pa.list_(pa.float32()))})
         events.append(settings.events_dir, "feedback", pa.table(fb, schema=FEEDBACK_SCHEMA))
         LocalStore(settings.db_path).close()  # migrated, closed: the flow's connect() opens it
         started = time.perf_counter()

@@ -165,20 +165,21 @@ FROM (SELECT unnest(attempt_models) AS model, unnest(attempt_outcomes) AS outcom
 GROUP BY model
 ;
 -- Learning from traffic (docs/routing.md, "Learning from traffic"): one row per decision with what a learner needs
--- and every label it got. The features are those the router saw, null for hash_content sessions (never their
--- text); `label` is the caller's latest feedback (a later report on a session replaces an earlier one); the
--- gateway's outcome sits beside it (an error or a fallback says the model was unavailable, not that it was wrong).
+-- and every label it got. `label` is the caller's latest feedback (a later report on a session replaces an earlier
+-- one) and `features` the router's embedding of the query, which that feedback row carries (hash_content sessions
+-- take no feedback, so they have neither: never their text); the gateway's outcome sits beside it (an error or a
+-- fallback says the model was unavailable, not that it was wrong).
 CREATE VIEW decision_evidence AS
 SELECT s.session_id, s.created_at, s.day, s.user_id, s.organization_id, s.preference_id, s.hashed, s.router,
        s.eligible, s.router_quality, s.predicted_quality, s.estimated_cost_usd, s.penalty_position,
        s.policy_lambda, s.cost_quality_tradeoff, s.tradeoff, s.chosen, list_position(s.eligible, s.chosen) AS chosen_index,
        s.propensity, s.explored, s.exploration_rate, s.correction_version,
-       CASE WHEN s.hashed THEN NULL ELSE s.features END AS features,
-       f.label, f.feedback_at,
+       CASE WHEN s.hashed THEN NULL ELSE f.embedding END AS features, f.label, f.feedback_at,
        g.status AS gateway_status, g.answered AS gateway_answered, g.answered IS DISTINCT FROM g.chosen AS fell_back,
        g.attempt_outcomes AS gateway_attempt_outcomes, g.latency_ms AS gateway_latency_ms, g.cost_usd AS gateway_cost_usd
 FROM events_sessions s
-LEFT JOIN (SELECT session_id, arg_max(accuracy, created_at) AS label, max(created_at) AS feedback_at
+LEFT JOIN (SELECT session_id, arg_max(accuracy, created_at) AS label, arg_max(embedding, created_at) AS embedding,
+                  max(created_at) AS feedback_at
            FROM events_feedback GROUP BY session_id) f USING (session_id)
 LEFT JOIN events_gateway_calls g ON g.session_id = s.session_id AND g.mode = 'routed'
 ;

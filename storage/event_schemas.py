@@ -40,7 +40,8 @@ SESSION_SCHEMA = pa.schema([
     ("explored", pa.bool_()),                       # the choice was an exploration draw (api/selection/exploration.py)
     ("exploration_rate", pa.float32()),
     ("correction_version", pa.string()),            # the promoted learned correction applied; null: none
-    ("features", pa.list_(pa.float32())),           # the router's feature vector; null when hash_content
+    # The router's embedding of the query is not repeated here (it would double the JSON each decision costs to
+    # log): feedback rows carry it (FEEDBACK_SCHEMA.embedding), and only labelled decisions are learned from.
 ])
 
 FEEDBACK_SCHEMA = pa.schema([

@@ -302,7 +302,6 @@ class SelectionService:
             "policy_lambda": decision.lam if np.isfinite(decision.lam) else None, "propensity": propensity,
             "explored": bool(position), "exploration_rate": rate,
             "correction_version": correction.version_id if correction is not None else None,
-            "features": None if opts.hash_content else features.vector.tolist(),
         }, embedding=None if opts.hash_content else self.embedding(features).copy())
         return Selection(ModelSelectResponse(providers=[chosen.label], session_id=session_id),
                          tuple(candidates[i] for i in ranking), tuple(decision.quality[ranking].tolist()),

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
-from api.routing.features import HAND_FEATURE_NAMES
 from api.selection.learned import Correction, CorrectionParameters
 from flows.learning.fit import fit_correction
 from flows.learning.off_policy import compare
@@ -54,10 +53,9 @@ def split(n: int, holdout_share: float = HOLDOUT_SHARE) -> tuple[np.ndarray, np.
 
 
 def fit(evidence: Evidence, feature_version: str) -> tuple[CorrectionParameters, dict]:
-    """The router's feature vector is its embedding followed by the hand features (api/routing/features.py)."""
-    embedding_dim = evidence.features.shape[1] - len(HAND_FEATURE_NAMES)
+    """`evidence.features` are the router's embeddings of the queries (the feedback log's)."""
     return fit_correction(evidence.features, evidence.chosen_models(), evidence.chosen_quality(), evidence.label,
-                          feature_version, embedding_dim)
+                          feature_version, evidence.features.shape[1])
 
 
 def learn(evidence: Evidence, champion: Correction | None, feature_version: str,

@@ -1,5 +1,6 @@
 """The training table of a preference: its labelled decisions from the analysts' view `decision_evidence`
-(storage/analytics_views.sql), as aligned numpy arrays. Hashed sessions never enter: the view gives them no features,
+(storage/analytics_views.sql), as aligned numpy arrays; the features are the router's embedding of each query, as
+its feedback row recorded it. Hashed sessions never enter: they take no feedback, the view gives them no features,
 and they are filtered out by name as well; no column of the messages is ever read."""
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Evidence:
     chosen: np.ndarray           # (n,) column of the logged action
     propensity: np.ndarray       # (n,)
     label: np.ndarray            # (n,) 0/1
-    features: np.ndarray         # (n, d)
+    features: np.ndarray         # (n, d) the router's embedding of each query
 
     def __len__(self) -> int:
         return len(self.session_ids)
