@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -106,8 +107,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_learning_run(args: argparse.Namespace) -> int:
     """Queue a learn-from-traffic run on the deployment (the runner or a work pool executes it)."""
     # lazy: Prefect's client loads only for this command
-    import asyncio
-
     from flows import prefect_api
 
     parameters = {"preference_id": args.preference, "min_new_labels": args.min_new_labels}
