@@ -16,7 +16,8 @@ For each left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, RouteLLM's per-prompt 0
    fitted, (c) what the flow serves (the challenger only if promoted), (d) the nearest-neighbour residual that
    feedback feeds today (api/selection/personalization.py) with the same feedback;
    APGR (RouteLLM's, over the strong-call share 0..1, as the dial sweeps it) of each on the judged prompts;
-5. the same with random labels (a fair coin per feedback): the noise control.
+5. the same with random labels (a fair coin per feedback): the noise control;
+6. the ceiling: the same correction fitted on both models' outcomes for every traffic prompt.
 Then the flow's work on `--speed-rows` logged decisions (written as Parquet event logs to a temp data dir) is timed:
 build the training table from the analysts' views, fit, evaluate, record the version.
 """
@@ -90,6 +91,27 @@ def nn_gap(quality, features, judged, traffic, log, n, dim) -> np.ndarray:
     return adjusted[:, 0] - adjusted[:, 1]
 
 
+def full_label_ceiling(quality, features, strong, weak, seed, judged_n, version) -> tuple[float, float]:
+    """(fresh, corrected) APGR when every traffic prompt had both models' outcomes: what the correction's form can
+    reach on this benchmark with far more than bandit feedback."""
+    from api.selection.learned import Correction
+    from flows.learning.learn import fit
+    from flows.learning.off_policy import corrected_quality
+
+    order = np.random.default_rng(seed).permutation(len(strong))
+    judged, traffic = order[-judged_n:], order[:-judged_n]
+    both = np.concatenate([traffic, traffic])
+    n = len(both)
+    log = {"lam": 0.0, "chosen": np.r_[np.zeros(len(traffic), int), np.ones(len(traffic), int)],
+           "propensity": np.ones(n), "label": np.r_[strong[traffic], weak[traffic]]}
+    params, _ = fit(evidence_of(quality, features, both, log, n), version)
+    blank = {"lam": 0.0, "chosen": np.zeros(judged_n, int), "propensity": np.ones(judged_n),
+             "label": np.zeros(judged_n)}
+    q = corrected_quality(evidence_of(quality, features, judged, blank, judged_n), Correction.of("c", params))
+    s_j, w_j = strong[judged], weak[judged]
+    return apgr_of(quality[judged, 0] - quality[judged, 1], s_j, w_j), apgr_of(q[:, 0] - q[:, 1], s_j, w_j)
+
+
 def curve(name, items, router, seeds: int, judged_n: int) -> None:
     from api.routing.router import Candidate
     from api.selection.learned import Correction
@@ -130,6 +152,12 @@ def curve(name, items, router, seeds: int, judged_n: int) -> None:
                 served = chal if outcome.promote else fresh
                 nn = apgr_of(nn_gap(quality, features, judged, traffic, log, n, dim), s_j, w_j)
                 table[n].append([fresh, chal, served, nn, float(outcome.promote)])
+        if not noise:
+            ceiling = [full_label_ceiling(quality, features, strong, weak, seed, judged_n, version)
+                       for seed in range(seeds)]
+            print(f"  ceiling: the correction fitted on both models' outcomes for every traffic prompt "
+                  f"({len(items.prompts) - judged_n:,} x 2 labels): APGR {np.mean([c[1] for c in ceiling]):.3f} "
+                  f"({np.mean([c[1] - c[0] for c in ceiling]):+.3f})")
         print(f"  {'random labels (noise control)' if noise else 'real outcomes (bandit feedback)'}: APGR on the "
               f"judged prompts, mean of {seeds} seeds (gain over the fresh preference)")
         print(f"  {'feedbacks':>9}  {'fresh':>6}  {'challenger':>17}  {'served (gated)':>17}  {'NN residual':>17}  "
