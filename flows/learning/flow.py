@@ -24,12 +24,14 @@ from api.settings import get_settings
 from flows.learning.learn import Outcome, learn
 from flows.learning.table import Evidence, label_counts, load_evidence
 from flows.storage_access import connect
-from storage import analytics
 
 
 @task(name="find-preferences", cache_policy=NO_CACHE)
 def find_preferences(preference_id: str | None, min_new_labels: int) -> list[str]:
     """Preferences whose labelled decisions grew by `min_new_labels` since their last fitted version."""
+    # lazy: the analysts' views (DuckDB, pyarrow) load in the flow run, not in the runner that imports every flow
+    from storage import analytics
+
     with analytics.connect(get_settings().data_dir) as conn:
         counts = label_counts(conn)
     # Opened after the analysts' connection is closed: without an owner (a flow run while the service is stopped)
@@ -47,6 +49,9 @@ def find_preferences(preference_id: str | None, min_new_labels: int) -> list[str
 
 @task(name="build-training-table", task_run_name="build-training-table {preference_id}", cache_policy=NO_CACHE)
 def build_training_table(preference_id: str) -> Evidence:
+    # lazy: as in find_preferences
+    from storage import analytics
+
     with analytics.connect(get_settings().data_dir) as conn:
         return load_evidence(conn, preference_id)
 

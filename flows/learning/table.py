@@ -6,10 +6,12 @@ and they are filtered out by name as well; no column of the messages is ever rea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 EVIDENCE_SQL = """
 SELECT session_id, created_at, eligible, router_quality, penalty_position, policy_lambda, chosen_index, propensity,
@@ -60,7 +62,10 @@ class Evidence:
         return self.router_quality[np.arange(len(self)), self.chosen]
 
 
-def _padded(column: pa.ChunkedArray, width: int, fill: float) -> np.ndarray:
+def _padded(column: "pa.ChunkedArray", width: int, fill: float) -> np.ndarray:
+    # lazy: pyarrow loads in the flow run, not in the flow runner that imports every flow (docs/architecture.md)
+    import pyarrow.compute as pc
+
     lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(column).to_numpy(zero_copy_only=False)
     out = np.full((len(lengths), width), fill, dtype=np.float64)
@@ -69,7 +74,10 @@ def _padded(column: pa.ChunkedArray, width: int, fill: float) -> np.ndarray:
     return out
 
 
-def from_arrow(table: pa.Table) -> Evidence:
+def from_arrow(table: "pa.Table") -> Evidence:
+    # lazy: as in _padded
+    import pyarrow.compute as pc
+
     n = table.num_rows
     eligible = table.column("eligible")
     lengths = pc.list_value_length(eligible).to_numpy(zero_copy_only=False) if n else np.zeros(0, dtype=int)
