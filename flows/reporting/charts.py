@@ -184,3 +184,24 @@ def optimization_before_after(conn: duckdb.DuckDBPyConnection, run_id: str | Non
     ax.set_ylabel("score on the test goldens")
     ax.legend(fontsize="small")
     return fig
+
+
+def learning_state(conn: duckdb.DuckDBPyConnection) -> Figure:
+    """Each preference's learned corrections over time: the off-policy estimate of every challenger and of the
+    champion it was compared with (docs/routing.md, "Learning from traffic"); filled markers were promoted."""
+    fig, ax = _figure("Learning from traffic: estimated quality of challenger and champion")
+    rows = _rows(conn, "SELECT preference_id, created_at, challenger_value, champion_value, promoted"
+                       " FROM learning_versions ORDER BY created_at")
+    if not rows:
+        _nothing(ax, "learned corrections")
+        return fig
+    for pid in sorted({r["preference_id"] for r in rows})[:6]:
+        mine = [r for r in rows if r["preference_id"] == pid]
+        times = [r["created_at"] for r in mine]
+        line, = ax.plot(times, [r["champion_value"] for r in mine], linestyle="--", label=f"{pid[:8]} champion")
+        ax.scatter(times, [r["challenger_value"] for r in mine], color=line.get_color(),
+                   facecolors=[line.get_color() if r["promoted"] else "none" for r in mine],
+                   label=f"{pid[:8]} challenger")
+    ax.set_ylabel("estimated quality (DR)")
+    ax.legend(fontsize="small")
+    return fig

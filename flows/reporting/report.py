@@ -81,6 +81,12 @@ def render(conn: duckdb.DuckDBPyConnection, data_dir: Path) -> str:
                      " round(sum(estimated_cost_usd), 6) AS estimated_cost_usd FROM routing_daily"
                      " GROUP BY ALL ORDER BY decisions DESC LIMIT 20"),
         "<h2>Feedback</h2>", _png(charts.feedback_accuracy(conn)),
+        "<h2>Learning from traffic</h2>", _png(charts.learning_state(conn)),
+        _table(conn, "SELECT preference_id, day, decisions, labelled, explored, corrected FROM learning_evidence_daily"
+                     " WHERE preference_id IS NOT NULL ORDER BY day DESC, labelled DESC LIMIT 20"),
+        _table(conn, "SELECT preference_id, version_id, created_at, labels, round(challenger_value, 4) AS challenger,"
+                     " round(champion_value, 4) AS champion, round(difference_low, 4) AS difference_low,"
+                     " decision, is_live FROM learning_versions ORDER BY created_at DESC LIMIT 20"),
         "<h2>LLM usage and cost</h2>", _png(charts.cost_by_day_and_model(conn)), _png(charts.cost_by_task_type(conn)),
         _table(conn, "SELECT organization_id, provider || '/' || model AS model, sum(calls) AS calls,"
                      " sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,"

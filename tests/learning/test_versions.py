@@ -50,3 +50,18 @@ def test_a_correction_for_other_features_is_not_served(tmp_path):
         assert LearnedCorrections(store, "fv").attach().get("p") is None
     finally:
         store.close()
+
+
+def test_the_report_shows_each_preferences_learning_state(data_dir):
+    from flows.reporting.report import write_report
+
+    store = LocalStore(data_dir / "switchboard.duckdb")
+    try:
+        evaluation = {"challenger": {"value": 0.71}, "champion": {"value": 0.65}, "estimator": "dr",
+                      "difference": {"value": 0.06, "low": 0.01, "high": 0.11}, "decision": "promoted"}
+        version = store.learning.record_version("p", 300, params(0.1), msgspec.json.encode(evaluation).decode(),
+                                                promote=True)
+    finally:
+        store.close()
+    html = write_report(data_dir / "report.html", data_dir).read_text(encoding="utf-8")
+    assert "Learning from traffic" in html and version.version_id in html and "0.71" in html
