@@ -78,5 +78,7 @@ class LearningRepository:
 
     @staticmethod
     def _point(conn, preference_id: str, version_id: str | None) -> None:
-        conn.execute("INSERT OR REPLACE INTO learned_correction_pointer VALUES (?, ?, ?)",
+        # ON CONFLICT, not DuckDB's INSERT OR REPLACE: the same statement runs on PostgreSQL.
+        conn.execute("INSERT INTO learned_correction_pointer VALUES (?, ?, ?) ON CONFLICT (preference_id)"
+                     " DO UPDATE SET version_id = excluded.version_id, updated_at = excluded.updated_at",
                      [preference_id, version_id, now()])
