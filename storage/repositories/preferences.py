@@ -60,6 +60,8 @@ class PreferenceRepository:
                 paths = [r[0] for r in conn.execute(
                     "SELECT artefact_path FROM custom_routers WHERE preference_id = ?", [preference_id]).fetchall()]
                 conn.execute("DELETE FROM custom_routers WHERE preference_id = ?", [preference_id])
+                conn.execute("DELETE FROM learned_correction_pointer WHERE preference_id = ?", [preference_id])
+                conn.execute("DELETE FROM learned_corrections WHERE preference_id = ?", [preference_id])
                 conn.execute("DELETE FROM preferences WHERE preference_id = ?", [preference_id])
                 # A training job still running for it must not publish afterwards (publishing needs an open job).
                 conn.execute(f"UPDATE jobs SET status = 'cancelled', error = 'the preference was deleted',"

@@ -65,3 +65,14 @@ def test_the_report_shows_each_preferences_learning_state(data_dir):
         store.close()
     html = write_report(data_dir / "report.html", data_dir).read_text(encoding="utf-8")
     assert "Learning from traffic" in html and version.version_id in html and "0.71" in html
+
+
+def test_deleting_a_preference_deletes_what_it_learned(tmp_path):
+    store = LocalStore(tmp_path / "db.duckdb")
+    try:
+        pref = store.preferences.create("alice", "p")
+        store.learning.record_version(pref.preference_id, 300, params(0.1), "{}", promote=True)
+        assert store.preferences.delete("alice", pref.preference_id) == []
+        assert store.learning.versions(pref.preference_id) == [] and store.learning.live(pref.preference_id) is None
+    finally:
+        store.close()
