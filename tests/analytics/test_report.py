@@ -14,7 +14,7 @@ def test_report_is_self_contained_html_with_charts(seeded, tmp_path, capsys):
     assert str(out) in capsys.readouterr().out
     page = out.read_text(encoding="utf-8")
     images = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)">', page)
-    assert len(images) == 8 and all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
+    assert len(images) == 9 and all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
     assert not re.search(r'(src|href)="(https?:)?//', page)  # no external resources
     # The summary and tables carry the seeded activity.
     assert f'<div class="k">{seeded.decisions}</div>routing decisions' in page
@@ -27,4 +27,4 @@ def test_report_on_an_empty_data_dir(tmp_path):
     out = tmp_path / "empty.html"
     assert main(["report", "--out", str(out), "--data-dir", str(tmp_path / "data")]) == 0
     page = out.read_text(encoding="utf-8")
-    assert page.count("<em>nothing recorded yet</em>") == 4 and page.count("data:image/png;base64,") == 8
+    assert page.count("<em>nothing recorded yet</em>") == 6 and page.count("data:image/png;base64,") == 9

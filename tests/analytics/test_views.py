@@ -140,7 +140,7 @@ def test_reading_while_the_service_runs(tmp_path):
         assert not [p for p in (server.run_dir / "analytics").iterdir()]  # the snapshot was loaded and removed
         report = tmp_path / "report.html"  # `switchboard report` reads the same way
         assert main(["report", "--out", str(report), "--data-dir", str(server.data_dir)]) == 0
-        assert report.read_text(encoding="utf-8").count("data:image/png;base64,") == 8
+        assert report.read_text(encoding="utf-8").count("data:image/png;base64,") == 9
         assert httpx.post(create, json={"name": "second"}, headers=headers).status_code == 200
         assert one(conn, "SELECT count(*) FROM store.preferences") == (1,)  # a snapshot: reconnect for more
         conn.close()
