@@ -76,3 +76,22 @@ def test_deleting_a_preference_deletes_what_it_learned(tmp_path):
         assert store.learning.versions(pref.preference_id) == [] and store.learning.live(pref.preference_id) is None
     finally:
         store.close()
+
+
+def test_rollback_is_one_cli_command(data_dir, capsys):
+    from api.cli.main import main
+
+    store = LocalStore(data_dir / "switchboard.duckdb")
+    try:
+        first = store.learning.record_version("p", 300, params(0.1), "{}", promote=True)
+        second = store.learning.record_version("p", 600, params(0.2), "{}", promote=True)
+    finally:
+        store.close()
+    assert main(["learning", "rollback", "p"]) == 0
+    assert f"learned correction {first.version_id}" in capsys.readouterr().out
+    assert main(["learning", "versions", "p"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == [first.version_id, second.version_id]
+    assert listed[0].endswith("LIVE") and not listed[1].endswith("LIVE")
+    assert main(["learning", "rollback", "p"]) == 0
+    assert "its router alone" in capsys.readouterr().out
