@@ -67,15 +67,16 @@ def learn(evidence: Evidence, champion: Correction | None, feature_version: str,
     result = compare(held_out, challenger, champion)
     diff = result[ESTIMATOR]["difference"]
     # Both must say better beyond their interval: DR leans on the challenger's own predictions where the log could
-    # not have taken its action, IPS does not (and alone promoted a correction that lost GSM8K 0.13 APGR).
+    # not have taken its action, IPS does not (DR alone promoted a correction that lost 0.13 APGR on GSM8K in
+    # benchmarks/learning_from_traffic.py).
     promote = bool(params.models and len(held_out) >= MIN_HELD_OUT and diff["low"] > 0
                    and result["ips"]["difference"]["low"] > 0)
     points = []
     if curve:
         for share in CURVE_SHARES:
             part = train.rows(np.arange(max(int(len(train) * share), 1)))
-            p, _ = fit(part, feature_version)
-            scored = compare(held_out, Correction.of("curve", p), champion)
+            scored = result if share == 1.0 else compare(held_out, Correction.of("curve", fit(part, feature_version)[0]),
+                                                         champion)
             points.append({"labels": len(part), "challenger": scored[ESTIMATOR]["challenger"]["value"],
                            "champion": scored[ESTIMATOR]["champion"]["value"]})
     evaluation = {
