@@ -189,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     versions = learning_sub.add_parser("versions", help="a preference's learned corrections, oldest first")
     versions.add_argument("preference")
     versions.set_defaults(func=cmd_learning_versions)
-    rollback = learning_sub.add_parser("rollback", help="serve the previously promoted correction (or the router alone)")
+    rollback = learning_sub.add_parser("rollback",
+                                       help="serve the previously promoted correction (or the router alone)")
     rollback.add_argument("preference")
     rollback.set_defaults(func=cmd_learning_rollback)
 

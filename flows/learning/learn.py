@@ -3,8 +3,8 @@ benchmark calls it in process): split the labelled decisions by time, fit a chal
 it against the champion on the most recent part, decide.
 
 The challenger is promoted only when the doubly robust and the inverse-propensity estimates of its advantage over the
-champion are both positive beyond their 95 % intervals (flows/learning/off_policy.py). The learning curve refits on growing prefixes of the older
-part and scores each on the same held-out slice.
+champion are both positive beyond their 95 % intervals (flows/learning/off_policy.py). The learning curve refits on
+growing prefixes of the older part and scores each on the same held-out slice.
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def learn(evidence: Evidence, champion: Correction | None, feature_version: str,
     if curve:
         for share in CURVE_SHARES:
             part = train.rows(np.arange(max(int(len(train) * share), 1)))
-            scored = result if share == 1.0 else compare(held_out, Correction.of("curve", fit(part, feature_version)[0]),
-                                                         champion)
+            fitted = params if share == 1.0 else fit(part, feature_version)[0]
+            scored = result if share == 1.0 else compare(held_out, Correction.of("curve", fitted), champion)
             points.append({"labels": len(part), "challenger": scored[ESTIMATOR]["challenger"]["value"],
                            "champion": scored[ESTIMATOR]["champion"]["value"]})
     evaluation = {
