@@ -75,8 +75,10 @@ def learn(evidence: Evidence, champion: Correction | None, feature_version: str,
     if curve:
         for share in CURVE_SHARES:
             part = train.rows(np.arange(max(int(len(train) * share), 1)))
-            fitted = params if share == 1.0 else fit(part, feature_version)[0]
-            scored = result if share == 1.0 else compare(held_out, Correction.of("curve", fitted), champion)
+            if share == 1.0:
+                scored = result  # the challenger itself
+            else:
+                scored = compare(held_out, Correction.of("curve", fit(part, feature_version)[0]), champion)
             points.append({"labels": len(part), "challenger": scored[ESTIMATOR]["challenger"]["value"],
                            "champion": scored[ESTIMATOR]["champion"]["value"]})
     evaluation = {
