@@ -30,6 +30,7 @@ from api.prompt_optimization.credentials import ORIGIN as ORIGIN_ROLE
 from api.prompt_optimization.credentials import TARGET
 from api.public_errors import public_reason
 from api.settings import get_settings
+from flows.prompt_opt.never_worse import choose, copied_examples
 from flows.prompt_opt.program import to_program, to_prompt
 from flows.prompt_opt.usage import Ledger
 from flows.prompt_opt.work import RunContext, RunSpec, evaluate, optimize
@@ -74,20 +75,34 @@ def _save_program(program, run_id: str, position: int) -> None:
 
 @task(name="pre-optimization-evaluation", task_run_name="pre-optimization-evaluation {provider}/{model}",
       cache_policy=NO_CACHE)
-def pre_evaluation(ctx, provider: str, model: str, position: int) -> tuple[float, dict]:
+def pre_evaluation(ctx, provider: str, model: str, position: int) -> tuple[float, dict, list[float]]:
     program = to_program(ctx.spec.system_prompt, ctx.spec.template, ctx.spec.fields)
     return evaluate(ctx, program, provider, model, ctx.spec.test, TASK_PRE, position)
 
 
 @task(name="optimize", task_run_name="optimize {provider}/{model}", cache_policy=NO_CACHE)
-def optimize_step(ctx, provider: str, model: str, position: int):
+def optimize_step(ctx, provider: str, model: str, position: int) -> tuple[Any, int]:
     return optimize(ctx, provider, model, position)
 
 
 @task(name="post-optimization-evaluation", task_run_name="post-optimization-evaluation {provider}/{model}",
       cache_policy=NO_CACHE)
-def post_evaluation(ctx, program, provider: str, model: str, position: int) -> tuple[float, dict]:
+def post_evaluation(ctx, program, provider: str, model: str, position: int) -> tuple[float, dict, list[float]]:
     return evaluate(ctx, program, provider, model, ctx.spec.test, TASK_POST, position)
+
+
+def _never_worse(ctx, program, before: tuple, after: tuple, refused: int, log) -> tuple[Any, float, dict]:
+    """The result's prompt, score and post evals: the optimized program only if it beats the caller's prompt on the
+    test goldens and copies no training example (flows/prompt_opt/never_worse.py), else the caller's own."""
+    spec = ctx.spec
+    instructions, _, _ = to_prompt(program)
+    copied = copied_examples(instructions, spec.system_prompt, spec.train)
+    choice = choose(before[2], after[2], copied, refused)
+    if choice.keep_optimized:
+        return program, after[0], {**after[1], "never_worse": choice.report}
+    log.info("keeping the original prompt: %s", choice.reason)
+    original = to_program(spec.system_prompt, spec.template, spec.fields)
+    return original, before[0], {**before[1], "never_worse": choice.report, "optimized_candidate": after[1]}
 
 
 @task(name="optimize-target", task_run_name="optimize-target {provider}/{model}", cache_policy=NO_CACHE)
@@ -98,11 +113,13 @@ def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, 
         pre_score = pre_evals = None
         try:
             ctx.check_reachable(provider, model, TARGET)
-            pre_score, pre_evals = pre_evaluation(ctx, provider, model, position)
+            pre_score, pre_evals, pre_scores = pre_evaluation(ctx, provider, model, position)
             store.optimizations.record_model_result(run_id, ModelResult(position, provider, model, "processing", pre_score,
                                                           json.dumps(pre_evals)))
-            program = optimize_step(ctx, provider, model, position)
-            post_score, post_evals = post_evaluation(ctx, program, provider, model, position)
+            program, refused = optimize_step(ctx, provider, model, position)
+            post_score, post_evals, post_scores = post_evaluation(ctx, program, provider, model, position)
+            program, post_score, post_evals = _never_worse(ctx, program, (pre_score, pre_evals, pre_scores),
+                                                           (post_score, post_evals, post_scores), refused, log)
             system_prompt, template, _ = to_prompt(program)
             _save_program(program, run_id, position)
         except Exception as exc:  # this target fails; the others go on
@@ -133,7 +150,7 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str | Stat
     try:
         ctx.check_reachable(provider, model, ORIGIN_ROLE)
         program = to_program(spec.system_prompt, spec.template, spec.fields)
-        score, evals = evaluate(ctx, program, provider, model, spec.test, TASK_PRE, ORIGIN)
+        score, evals, _ = evaluate(ctx, program, provider, model, spec.test, TASK_PRE, ORIGIN)
     except Exception as exc:
         cost, calls = _flush_usage(ctx, ORIGIN)
         reason = ctx.ledger.reason() if ctx.ledger.exceeded else public_reason(exc, f"{provider}/{model}",

@@ -20,8 +20,10 @@ from api.prompt_optimization.templates import fill
 from api.settings import OptimizeSettings
 from flows.prompt_opt import metrics
 from flows.prompt_opt.llm import BilledLM, ProviderNotConfigured
+from flows.prompt_opt.never_worse import copied_examples
 from flows.prompt_opt.program import PromptProgram, internal_name, to_program
 from flows.prompt_opt.usage import CostCeilingExceeded, Ledger
+from storage.optimization_records import ORIGIN
 
 
 @dataclass(frozen=True)
@@ -95,10 +97,11 @@ class RunContext:
 
 
 def evaluate(ctx: RunContext, program: PromptProgram, provider: str, model: str, goldens: list[dict[str, Any]],
-             task_type: str, position: int) -> tuple[float, dict[str, Any]]:
-    """Mean score of the program on the goldens with this model, and the evals summary. Provider errors that
-    survive LiteLLM's retries propagate: the model's result fails rather than scoring a broken run."""
-    target_lm = ctx.lm(provider, model, task_type, position, "target")
+             task_type: str, position: int) -> tuple[float, dict[str, Any], list[float]]:
+    """Mean score of the program on the goldens with this model, the evals summary, and each golden's score (in
+    order: the never-worse rule pairs them). Provider errors that survive LiteLLM's retries propagate: the model's
+    result fails rather than scoring a broken run."""
+    target_lm = ctx.lm(provider, model, task_type, position, "origin" if position == ORIGIN else "target")
     score = ctx.scorer(task_type, position)
 
     def one(golden: dict[str, Any]) -> metrics.Verdict:
@@ -111,7 +114,7 @@ def evaluate(ctx: RunContext, program: PromptProgram, provider: str, model: str,
     if ctx.ledger.exceeded:
         raise CostCeilingExceeded(ctx.ledger.reason())
     summary = metrics.summarise(ctx.spec.metric, verdicts, ctx.spec.config)
-    return summary["score"], summary
+    return summary["score"], summary, [v.score for v in verdicts]
 
 
 def metric_budget(ctx: RunContext, n_val: int) -> int:
@@ -121,8 +124,9 @@ def metric_budget(ctx: RunContext, n_val: int) -> int:
     return 2 * n_val + 12
 
 
-def optimize(ctx: RunContext, provider: str, model: str, position: int) -> PromptProgram:
-    """GEPA over the caller's program on the train goldens; returns the best program found."""
+def optimize(ctx: RunContext, provider: str, model: str, position: int) -> tuple[PromptProgram, int]:
+    """GEPA over the caller's program on the train goldens; returns the best program found and how many proposals
+    were refused for copying training examples (flows/prompt_opt/never_worse.py)."""
 
     spec = ctx.spec
     student = to_program(spec.system_prompt, spec.template, spec.fields)
@@ -132,6 +136,7 @@ def optimize(ctx: RunContext, provider: str, model: str, position: int) -> Promp
                            temperature=0.7, max_tokens=2048)
     score = ctx.scorer("optimization", position)
     by_inputs = {json.dumps(student.inputs(g["fields"]), sort_keys=True): g for g in spec.train}
+    refused: list[str] = []
 
     def gepa_metric(gold: dspy.Example, pred: dspy.Prediction, trace=None, pred_name=None, pred_trace=None):
         golden = by_inputs[json.dumps({k: gold[k] for k in gold.inputs().keys()}, sort_keys=True)]
@@ -148,7 +153,11 @@ def optimize(ctx: RunContext, provider: str, model: str, position: int) -> Promp
                 {"current_instruction_doc": candidate[name], "dataset_with_feedback": reflective_dataset[name]})
             messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
             reply = reflection_lm.reply(messages)
-            out[name] = InstructionProposalSignature.output_extractor(reply)["new_instruction"].strip() or candidate[name]
+            proposal = InstructionProposalSignature.output_extractor(reply)["new_instruction"].strip()
+            if proposal and copied_examples(proposal, spec.system_prompt, spec.train):
+                refused.append(proposal)  # it would learn the train set, not the task: keep the current one
+                proposal = ""
+            out[name] = proposal or candidate[name]
         return out
 
     names = [internal_name(i) for i in range(len(spec.fields))]
@@ -162,6 +171,5 @@ def optimize(ctx: RunContext, provider: str, model: str, position: int) -> Promp
         compiled = optimizer.compile(student, trainset=trainset, valset=trainset)
     if ctx.ledger.exceeded:
         raise CostCeilingExceeded(ctx.ledger.reason())
-    result = to_program(compiled.respond.signature.instructions, spec.template, spec.fields)
-    return result
+    return to_program(compiled.respond.signature.instructions, spec.template, spec.fields), len(refused)
 

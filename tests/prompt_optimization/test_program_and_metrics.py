@@ -61,9 +61,9 @@ def test_judged_metrics_and_usage_records(fake_llm, data_dir):
                        [["anthropic", "claude-haiku-4-5"]])
         ctx = RunContext(spec, get_settings().optimize, Ledger("run", "u", "o", 1.0), prices)
         program = to_program(spec.system_prompt, spec.template, spec.fields)
-        before, evals = evaluate(ctx, program, "anthropic", "claude-haiku-4-5", goldens, "pre-optimization evaluation", 0)
+        before, evals, _ = evaluate(ctx, program, "anthropic", "claude-haiku-4-5", goldens, "pre-optimization evaluation", 0)
         better = to_program("Be a geographer. Always " + OBEY_PHRASE + ".", spec.template, spec.fields)
-        after, _ = evaluate(ctx, better, "anthropic", "claude-haiku-4-5", goldens, "post-optimization evaluation", 0)
+        after, _, _ = evaluate(ctx, better, "anthropic", "claude-haiku-4-5", goldens, "post-optimization evaluation", 0)
         assert before < after == 1.0, metric
         assert evals["metric"] == metric and evals["num_examples"] == 6
         # One record per call: a target answer and a judge verdict per golden, per evaluation.
