@@ -42,19 +42,23 @@ TASK_PRE, TASK_OPT, TASK_POST = "pre-optimization evaluation", "optimization", "
 
 
 def _context(run) -> Any:
+    """The run's context: its spec, settings, ledger, and the price of every model it may call: the caller's for a
+    model it described (is_custom), else the catalogue's, else 0 (a judge or reflection model named in the
+    environment that the catalogue does not know)."""
     settings = get_settings().optimize
     spec = RunSpec.from_json(run.request)
     catalogue = load_catalogue()
-    names = {tuple(t) for t in spec.targets} | ({tuple(spec.origin)} if spec.origin else set())
-    names |= {tuple(settings.reflection_model.split("/", 1))}
-    judge = spec.config["llm_judge"] if spec.metric == "custom" else settings.judge_model
-    names |= {tuple(judge.split("/", 1))}
-    prices = {}
-    for provider, model in names:
-        entry = catalogue.get(provider, model)
-        prices[f"{provider}/{model}"] = (entry.input_price, entry.output_price) if entry else (0.0, 0.0)
     ledger = Ledger(run.run_id, run.user_id, run.organization_id, settings.max_cost_usd)
-    return RunContext(spec, settings, ledger, prices)
+    ctx = RunContext(spec, settings, ledger, {})
+    names = {tuple(t) for t in spec.targets} | ({tuple(spec.origin)} if spec.origin else set())
+    names |= {ctx.reflection_model()} | ({ctx.judge_model()} if ctx.judge_model()[0] else set())
+    for provider, model in names:
+        described, entry = (spec.custom or {}).get(f"{provider}/{model}"), catalogue.get(provider, model)
+        if described:
+            ctx.prices[f"{provider}/{model}"] = (described["input_price"], described["output_price"])
+        else:
+            ctx.prices[f"{provider}/{model}"] = (entry.input_price, entry.output_price) if entry else (0.0, 0.0)
+    return ctx
 
 
 def _flush_usage(ctx, position: int) -> tuple[float, int]:

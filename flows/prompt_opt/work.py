@@ -40,6 +40,10 @@ class RunSpec:
     origin: list[str] | None
     targets: list[list[str]]
     origin_score: float | None = None
+    # Models the caller described (is_custom): "provider/model" -> input_price, output_price, context_length.
+    custom: dict[str, dict[str, Any]] | None = None
+    judge: list[str] | None = None  # the request's judge_model, else SWITCHBOARD_OPTIMIZE_JUDGE_MODEL
+    reflection: list[str] | None = None  # the request's reflection_model, else SWITCHBOARD_OPTIMIZE_REFLECTION_MODEL
 
     @classmethod
     def from_json(cls, raw: str) -> "RunSpec":
@@ -55,6 +59,9 @@ class RunContext:
     judge_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def lm(self, provider: str, model: str, task_type: str, position: int, role: str, **kw: Any) -> BilledLM:
+        custom = (self.spec.custom or {}).get(f"{provider}/{model}")
+        if custom:  # a described model's replies must leave room for the prompt in its context
+            kw.setdefault("max_tokens", max(16, min(self.settings.max_tokens(role), custom["context_length"] // 2)))
         return BilledLM(provider=provider, model=model, prices=self.prices[f"{provider}/{model}"], ledger=self.ledger,
                         task_type=task_type, position=position, role=role, settings=self.settings, **kw)
 
@@ -64,22 +71,26 @@ class RunContext:
         spec = dataclasses.asdict(self.spec)
         models = [(provider, model, role), *credentials.judge(spec, self.settings)]
         if role == credentials.TARGET:
-            models += credentials.reflection(self.settings)
+            models += credentials.reflection(spec, self.settings)
         missing = credentials.unreachable(models, self.settings)
         if missing:
             raise ProviderNotConfigured(missing)
 
     def judge_model(self) -> tuple[str, str]:
-        name = self.spec.config["llm_judge"] if self.spec.metric == "custom" else self.settings.judge_model
+        name = credentials.judge_name(dataclasses.asdict(self.spec), self.settings) or ""
         provider, _, model = name.partition("/")
+        return provider, model
+
+    def reflection_model(self) -> tuple[str, str]:
+        provider, _, model = credentials.reflection_name(dataclasses.asdict(self.spec), self.settings).partition("/")
         return provider, model
 
     def scorer(self, task_type: str, position: int):
         """(golden, response) -> Verdict, with the judge (if any) billed to this model's task."""
         judge_lm = None
-        if self.spec.metric != "JSON_Match":
+        if self.spec.metric not in credentials.NO_JUDGE_METRICS:
             provider, model = self.judge_model()
-            judge_lm = self.lm(provider, model, task_type, position, "judge", max_tokens=256)
+            judge_lm = self.lm(provider, model, task_type, position, "judge")
 
         def judge(messages: list[dict[str, str]]) -> str:
             assert judge_lm is not None
@@ -88,6 +99,8 @@ class RunContext:
         def score(golden: dict[str, Any], response: str) -> metrics.Verdict:
             if self.spec.metric == "JSON_Match":
                 return metrics.json_match(golden.get("answer") or "", response)
+            if self.spec.metric == "Exact_Match":
+                return metrics.exact_match(golden.get("answer") or "", response)
             if self.spec.metric == "LLMaaJ:Sem_Sim_1":
                 return metrics.sem_sim(golden.get("answer") or "", response, judge)
             question = fill(self.spec.template, golden["fields"])
@@ -131,9 +144,7 @@ def optimize(ctx: RunContext, provider: str, model: str, position: int) -> tuple
     spec = ctx.spec
     student = to_program(spec.system_prompt, spec.template, spec.fields)
     target_lm = ctx.lm(provider, model, "optimization", position, "target")
-    reflection_provider, _, reflection_model = ctx.settings.reflection_model.partition("/")
-    reflection_lm = ctx.lm(reflection_provider, reflection_model, "optimization", position, "reflection",
-                           temperature=0.7, max_tokens=2048)
+    reflection_lm = ctx.lm(*ctx.reflection_model(), "optimization", position, "reflection", temperature=0.7)
     score = ctx.scorer("optimization", position)
     by_inputs = {json.dumps(student.inputs(g["fields"]), sort_keys=True): g for g in spec.train}
     refused: list[str] = []

@@ -62,6 +62,7 @@ class FakeOpenAI:
         self.stall_s = 2.0
         self._cycle_calls: Counter = Counter()
         self.bodies: list[dict[str, Any]] = []
+        self.keys: list[tuple[str, str | None]] = []  # (model, Authorization header) of every request
         self.call_times: list[tuple[str, float]] = []  # (model, monotonic arrival), for backoff checks
         self.delay_s = delay_s
         self.calls: list[tuple[str, str]] = []  # (model, role)
@@ -89,6 +90,8 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+                with fake._lock:
+                    fake.keys.append((str(body.get("model", "")), self.headers.get("authorization")))
                 status, payload = fake.respond(body)
                 if status == 200 and body.get("stream"):
                     fake.stream(self, body, payload)
