@@ -15,7 +15,8 @@ def test_copied_examples_finds_long_training_texts_only():
     goldens = [{"fields": {"question": "What is the capital of Country001?"}, "answer": "City001"},
                {"fields": {"question": "Short?"}, "answer": "A long answer that was pasted in verbatim."}]
     original = "You are a geography assistant."
-    pasted = original + "\nKnown: what is the capital of   country001? -> City001\nA LONG answer that was pasted in verbatim."
+    pasted = (original + "\nKnown: what is the capital of   country001? -> City001\n"
+              "A LONG answer that was pasted in verbatim.")
     assert copied_examples(pasted, original, goldens) == ["what is the capital of country001?",
                                                           "a long answer that was pasted in verbatim."]
     # Labels and short texts may rightly appear in instructions; so may what the caller's own prompt already held.
