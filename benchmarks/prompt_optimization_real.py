@@ -73,17 +73,21 @@ class TaskResult:
     error: str | None = None
 
 
-def run_task(client: httpx.Client, name: str, models: Models, max_train: int | None, max_test: int | None,
-             deadline_s: float) -> TaskResult:
-    task = load_task(name)
-    body = {"system_prompt": task["system_prompt"], "template": task["template"], "fields": task["fields"],
+def request_body(task: dict[str, Any], models: Models, max_train: int | None = None,
+                 max_test: int | None = None) -> dict[str, Any]:
+    """POST /v2/prompt/optimize's body for a task: the models as custom entries, the task's own metric."""
+    return {"system_prompt": task["system_prompt"], "template": task["template"], "fields": task["fields"],
             "train_goldens": task["train_goldens"][:max_train], "test_goldens": task["test_goldens"][:max_test],
             "evaluation_metric": task["evaluation_metric"], "prototype_mode": True,
             "target_models": [entry(models.target, models.target_prices, models.context_length)],
             "judge_model": entry(models.judge, models.judge_prices, models.context_length),
             "reflection_model": entry(models.reflection, models.reflection_prices, models.context_length)}
+
+
+def run_task(client: httpx.Client, name: str, models: Models, max_train: int | None, max_test: int | None,
+             deadline_s: float) -> TaskResult:
     started = time.monotonic()
-    r = client.post("/v2/prompt/optimize", json=body)
+    r = client.post("/v2/prompt/optimize", json=request_body(load_task(name), models, max_train, max_test))
     if r.status_code != 200:
         return TaskResult(name, "refused", None, None, {}, 0.0, error=r.text)
     run_id = r.json()["optimization_run_id"]

@@ -3,6 +3,8 @@ evaluate the origin model as the baseline. One flow run per optimization run.
 
 Each model is its own task (`optimize-target`, named after the model, with `pre-optimization-evaluation`,
 `optimize` and `post-optimization-evaluation` task runs inside it), so every target is a branch in the Prefect UI.
+A target's result is never worse than the caller's prompt: the optimized prompt is kept only if it beats the original
+on the test goldens without copying training examples (flows/prompt_opt/never_worse.py).
 Targets run concurrently, at most SWITCHBOARD_OPTIMIZE_PARALLEL_TARGETS at a time; each result (and its usage
 records) is stored as soon as that model ends. A target that fails (no credentials for a model it needs, provider
 errors that outlive the retries, the cost ceiling) ends `failed` with null prompts while the others go on, and its

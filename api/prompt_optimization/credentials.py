@@ -6,7 +6,8 @@ A model is reachable in a role when a base URL points it at an OpenAI-compatible
 (SWITCHBOARD_<PROVIDER>_API_BASE), else SWITCHBOARD_LLM_API_BASE for every provider (flows/prompt_opt/llm.py sends the
 calls there, with a key only if one is configured), or else when one of the key variables LiteLLM reads for it is set
 (api/catalogue/providers.py, `key_variables`). A run calls its target models, the origin model unless the caller gave
-its score, the judge (every metric but JSON_Match) and the reflection model GEPA writes instructions with.
+its score, the judge (every metric but JSON_Match and Exact_Match) and the reflection model GEPA writes instructions
+with.
 
 POST /v2/prompt/optimize refuses a run that needs an unreachable model (400 PROVIDER_NOT_CONFIGURED), and the flow
 checks again before its first call (flows/optimize_prompt.py), since the flow may run where the environment differs

@@ -136,3 +136,32 @@ def test_a_custom_model_without_an_endpoint_is_refused(servers, client, launcher
         target_models=[custom("elsewhere", "m", (0, 0))], judge_model=JUDGE, reflection_model=REFLECTION))
     assert r.status_code == 400 and r.json()["error"]["code"] == "PROVIDER_NOT_CONFIGURED", r.text
     assert "SWITCHBOARD_ELSEWHERE_API_BASE" in r.json()["error"]["message"]
+
+
+def test_per_role_timeouts_and_token_caps(monkeypatch):
+    """Documented defaults (reflection 600 s and 2,048 tokens, judge 256 tokens, target 1,024, timeouts otherwise
+    SWITCHBOARD_LLM_TIMEOUT_S), each overridden by its role's setting; a role's endpoint takes its own key only."""
+    from api.settings import get_settings
+    from flows.prompt_opt.llm import BilledLM
+    from flows.prompt_opt.usage import Ledger
+
+    monkeypatch.setenv("SWITCHBOARD_LLM_API_BASE", "http://127.0.0.1:9/v1")  # never called
+    monkeypatch.setenv("SWITCHBOARD_LLM_API_KEY", "sk-every-provider-0123")
+    monkeypatch.setenv("SWITCHBOARD_LLM_TIMEOUT_S", "90")
+    monkeypatch.setenv("SWITCHBOARD_OPTIMIZE_JUDGE_API_BASE", "http://127.0.0.1:9/judge/v1")
+    monkeypatch.setenv("SWITCHBOARD_OPTIMIZE_TARGET_TIMEOUT_S", "900")
+    monkeypatch.setenv("SWITCHBOARD_OPTIMIZE_JUDGE_MAX_TOKENS", "64")
+    reset_settings()
+    settings = get_settings().optimize
+
+    def lm(role: str) -> BilledLM:
+        return BilledLM(provider="local", model="m", prices=(0.0, 0.0), ledger=Ledger("run", "user", "org", 1.0),
+                        task_type="optimization", position=0, role=role, settings=settings)
+
+    got = {role: (lm(role).kwargs["timeout"], lm(role).kwargs["max_tokens"])
+           for role in ("target", "origin", "judge", "reflection")}
+    assert got == {"target": (900.0, 1024), "origin": (90.0, 1024), "judge": (90.0, 64), "reflection": (600.0, 2048)}
+    judge, target = lm("judge"), lm("target")
+    assert judge.kwargs["api_base"] == "http://127.0.0.1:9/judge/v1" and judge.kwargs["api_key"] == "unused"
+    assert target.kwargs["api_base"] == "http://127.0.0.1:9/v1" and target.kwargs["api_key"] == "sk-every-provider-0123"
+    reset_settings()
