@@ -16,6 +16,7 @@ from api.schemas.prompt_optimization import (
     OptimizeRequest,
     RequestProvider,
 )
+from api.settings import provider_key
 from storage.records import User
 
 TIER_TARGET_LIMITS = {"free": 1, "starter": 3, "startup": 5, "enterprise": 10}
@@ -115,6 +116,14 @@ def _custom(p: RequestProvider, custom: dict[str, dict[str, Any]]) -> tuple[str,
 
 
 def _model(p: RequestProvider, catalogue: Catalogue, custom: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
+    given = [f for f in ("base_url", "api_base", "api_key") if getattr(p, f) is not None]
+    if given:  # never echoed: a key must not land in an error body or a log
+        raise ValidationFailed(
+            f"{' and '.join(given)} cannot be given in a request ({p.provider}/{p.model}): where a model is served and"
+            f" its key are the service's settings, SWITCHBOARD_{provider_key(p.provider).upper()}_API_BASE / _API_KEY"
+            " for its provider or SWITCHBOARD_OPTIMIZE_<ROLE>_API_BASE / _API_KEY for a role (target, origin, judge,"
+            " reflection)", code="INVALID_CUSTOM_MODEL", details={"model": f"{p.provider}/{p.model}",
+                                                                 "not_allowed": given})
     if p.is_custom:
         return _custom(p, custom)
     found = catalogue.get(p.provider, p.model)

@@ -27,6 +27,11 @@ class RequestProvider(msgspec.Struct):
     input_price: PricePerMillion | None = None
     output_price: PricePerMillion | None = None
     latency: LatencySeconds | None = None  # accepted as modelSelect takes it; not used here
+    # Refused when given (api/prompt_optimization/validation.py): where a model is served, and with which key, are
+    # the service's settings, so a request can neither send the service's calls to any URL nor carry a key.
+    base_url: str | None = None
+    api_base: str | None = None
+    api_key: str | None = None
 
 
 class OptimizeRequest(msgspec.Struct):

@@ -123,11 +123,14 @@ def test_the_spend_ceiling_counts_the_callers_prices(servers, client, launcher, 
 @pytest.mark.parametrize("entry, says", [
     ({"provider": "local", "model": "m", "is_custom": True, "input_price": 0}, "context_length, output_price"),
     ({**TARGET, "provider": "no/slash"}, "provider must be"),
+    ({**TARGET, "base_url": "http://169.254.169.254/v1"}, "SWITCHBOARD_LOCAL_API_BASE"),
+    ({"provider": "openai", "model": "gpt-4o-mini", "api_key": "sk-callers-own-key-0123"}, "service's settings"),
 ])
 def test_custom_entries_are_checked(servers, client, launcher, optimizer_headers, entry, says):
     r = client.post(OPTIMIZE, headers=optimizer_headers(), json=body(target_models=[entry]))
     assert r.status_code == 400, r.text
     assert r.json()["error"]["code"] == "INVALID_CUSTOM_MODEL" and says in r.json()["error"]["message"]
+    assert "169.254" not in r.text and "sk-callers-own-key" not in r.text  # neither followed nor echoed
 
 
 def test_a_custom_model_without_an_endpoint_is_refused(servers, client, launcher, optimizer_headers):
