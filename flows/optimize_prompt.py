@@ -173,9 +173,12 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str | Stat
 @task(name="publish-scores", cache_policy=NO_CACHE)
 def publish_scores(run) -> None:
     """Before/after scores of every model as a Prefect table artifact, beside the run in the UI."""
+    def returned(r) -> str | None:  # which prompt the target's result holds (flows/prompt_opt/never_worse.py)
+        return json.loads(r.post_evals).get("never_worse", {}).get("returned") if r.post_evals else None
+
     rows = [{"model": f"{r.provider}/{r.model}", "role": "origin" if r.position == ORIGIN else "target",
-             "status": r.result_status, "before": r.pre_score, "after": r.post_score, "USD": r.cost,
-             "LLM calls": r.num_requests} for r in run.results]
+             "status": r.result_status, "before": r.pre_score, "after": r.post_score, "prompt returned": returned(r),
+             "USD": r.cost, "LLM calls": r.num_requests} for r in run.results]
     create_table_artifact(table=rows, key="prompt-optimization-scores",
                           description=f"Run {run.run_id} ({run.status}): each model's score on the test goldens "
                                       "before and after optimization; the origin model's score is the baseline")
