@@ -117,6 +117,8 @@ CREATE VIEW optimization_results AS
 SELECT o.run_id, r.user_id, r.organization_id, r.evaluation_metric, o.position,
        CASE WHEN o.position < 0 THEN 'origin' ELSE 'target' END AS role,
        o.provider, o.model, o.result_status, o.pre_score, o.post_score, o.post_score - o.pre_score AS improvement,
+       o.post_evals ->> '$.never_worse.returned' AS prompt_returned,
+       CAST(o.post_evals ->> '$.never_worse.difference' AS DOUBLE) AS optimized_minus_original,
        origin.pre_score AS origin_score, o.cost AS cost_usd, o.num_requests AS llm_calls, o.error,
        o.system_prompt, o.user_message_template, o.updated_at
 FROM store.optimization_results o

@@ -72,6 +72,10 @@ def test_usage_and_cost_add_up_to_what_the_run_recorded(conn, seeded):
     assert sum(cost for *_, cost, _, _ in parts) == pytest.approx(run_cost)
     assert sum(share for *_, share, _ in parts) == pytest.approx(1.0)
     assert all(latency >= 0 for *_, latency in parts)
+    # Which prompt each target returned, and by how much the optimized one differed (the never-worse rule).
+    returned = conn.execute("SELECT prompt_returned, optimized_minus_original > 0 FROM optimization_results"
+                            " WHERE run_id = ? AND role = 'target'", [seeded.optimization_run_id]).fetchall()
+    assert returned == [("optimized", True)]
 
 
 def test_router_training_views_carry_the_evaluation(conn, seeded):
