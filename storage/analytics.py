@@ -21,11 +21,13 @@ from pathlib import Path
 import duckdb
 
 from storage import events, migrate
+from storage.database import DuckDbConnection
 from storage.errors import StoreError
 from storage.event_schemas import BY_TABLE
 from storage.layout import DataDir, configured_data_dir
 from storage.owner import live_owner
-from storage.repositories.maintenance import CATALOGUE_TABLES, sql_literal
+from storage.repositories.maintenance import CATALOGUE_TABLES
+from storage.sql import sql_literal
 from storage.rpc import RemoteStore
 
 EVENT_TABLES = tuple(BY_TABLE)  # sessions, feedback, llm_usage, gateway_calls
@@ -65,7 +67,7 @@ def _load_catalogue(conn: duckdb.DuckDBPyConnection, db_path: Path, run_dir: Pat
     """Create store.<table> with the migrations' exact schema, then fill it from the owner or the file."""
     conn.execute("ATTACH ':memory:' AS store")
     conn.execute("USE store")
-    migrate.apply(conn)
+    migrate.apply(DuckDbConnection(conn, db_path.parent))
     conn.execute("USE memory")
     info = live_owner(run_dir)
     if info is not None:
