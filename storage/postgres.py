@@ -21,16 +21,12 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from storage import migrate
-from storage.errors import StoreError
+from storage.errors import DatabaseUnavailable
 from storage.sql import SqlDatabase
 
 CHANGES_CHANNEL = "switchboard_changes"
 # A NOTIFY payload is "<origin>|<subject>": a process skips its own (delivered to it at commit already).
 ORIGIN_SEPARATOR = "|"
-
-
-class DatabaseUnavailable(StoreError):
-    """PostgreSQL did not answer (down, restarting, unreachable); the caller may retry later."""
 
 
 @lru_cache(maxsize=1024)

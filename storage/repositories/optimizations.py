@@ -87,7 +87,7 @@ class OptimizationRepository:
         with self._db.transaction():
             if not self._is_open(run_id):
                 return False
-            self._db.run("UPDATE jobs SET status = 'processing'', updated_at = ? WHERE job_id = ?", [now(), run_id])
+            self._db.run("UPDATE jobs SET status = 'processing', updated_at = ? WHERE job_id = ?", [now(), run_id])
             return True
 
     def record_model_result(self, run_id: str, result: ModelResult) -> bool:
