@@ -1,0 +1,83 @@
+"""The API on PostgreSQL (SWITCHBOARD_DATABASE_URL): no store owner, another process's writes reach it through
+LISTEN/NOTIFY (a revoked key stops working without waiting for the auth cache), and a database that stops answering
+is a clear 503 the client may retry."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from litestar.testing import TestClient
+
+from api.settings import reset_settings
+from storage.postgres_store import PostgresStore
+
+DEADLINE_S = 10.0  # generous: the assertion is that the change arrives at all, not how fast (benchmarks measure it)
+
+
+@pytest.fixture
+def pg_client(data_dir: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    monkeypatch.setenv("SWITCHBOARD_DATABASE_URL", postgres_url)
+    monkeypatch.setenv("SWITCHBOARD_AUTH_CACHE_SECONDS", "3600")  # only the change feed can drop a cached key
+    reset_settings()
+    from api.app import create_app
+
+    with TestClient(create_app(publish_owner=False), raise_server_exceptions=False) as client:
+        yield client
+    reset_settings()
+
+
+@pytest.fixture
+def other_process(postgres_url: str, data_dir: Path) -> Iterator[PostgresStore]:
+    """What a CLI call or another API worker holds: its own connection to the same database."""
+    store = PostgresStore(postgres_url, data_dir)
+    yield store
+    store.close()
+
+
+def eventually(check, deadline_s: float = DEADLINE_S) -> bool:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def test_the_api_runs_on_postgres_without_an_owner(pg_client, other_process, data_dir):
+    services = pg_client.app.state.services
+    assert isinstance(services.store, PostgresStore) and not services.store.owns_file
+    assert not (data_dir / "switchboard.duckdb").exists()
+    key = other_process.accounts.issue_key("alice").key
+    headers = {"Authorization": f"Bearer {key}"}
+    created = pg_client.post("/v2/preferences/userPreferenceCreate", json={"name": "p"}, headers=headers)
+    assert created.status_code == 200, created.text
+    pid = created.json()["preference_id"]
+    assert other_process.preferences.get("alice", pid).name == "p"  # written to PostgreSQL, seen by the other
+    assert pg_client.get("/internal/changes").status_code == 404  # no process serves the owner routes
+
+
+def test_a_key_revoked_elsewhere_stops_working(pg_client, other_process):
+    issued = other_process.accounts.issue_key("alice")
+    headers = {"Authorization": f"Bearer {issued.key}"}
+    ok = pg_client.post("/v2/preferences/userPreferenceCreate", json={}, headers=headers)
+    assert ok.status_code == 200, ok.text  # now cached for an hour by this worker
+    other_process.accounts.revoke_key(issued.info.key_id)
+    assert eventually(lambda: pg_client.post("/v2/preferences/userPreferenceCreate", json={},
+                                             headers=headers).status_code == 401)
+
+
+def test_a_database_that_stops_answering_is_a_503_with_retry_after(pg_client, other_process, postgres_url):
+    issued = other_process.accounts.issue_key("alice")
+    headers = {"Authorization": f"Bearer {issued.key}"}
+    assert pg_client.post("/v2/preferences/userPreferenceCreate", json={}, headers=headers).status_code == 200
+    from tests.support.postgres import drop_database
+
+    drop_database(postgres_url)  # terminates every connection to it: what a server going away looks like here
+    response = pg_client.post("/v2/preferences/userPreferenceCreate", json={}, headers=headers)
+    assert response.status_code == 503, response.text
+    assert response.headers["retry-after"] == "1"
+    assert "database is unavailable" in response.json()["error"]["message"]
+    assert "postgres" not in response.text.lower()  # no server detail leaks
