@@ -81,3 +81,16 @@ def test_a_database_that_stops_answering_is_a_503_with_retry_after(pg_client, ot
     assert response.headers["retry-after"] == "1"
     assert "database is unavailable" in response.json()["error"]["message"]
     assert "postgres" not in response.text.lower()  # no server detail leaks
+
+
+def test_analysts_read_the_catalogue_from_postgres(other_process, postgres_url, data_dir, monkeypatch):
+    pref = other_process.preferences.create("alice", "from postgres")
+    monkeypatch.setenv("SWITCHBOARD_DATABASE_URL", postgres_url)
+    from storage import analytics
+
+    conn = analytics.connect(data_dir)
+    try:
+        rows = conn.execute("SELECT preference_id, name FROM store.preferences").fetchall()
+    finally:
+        conn.close()
+    assert rows == [(pref.preference_id, "from postgres")]
