@@ -5,6 +5,8 @@
    of writes: create a preference, update it, issue a key. Printed: writes/s of each shape and their ratio.
 2. Revocation latency: a key revoked through one PostgresStore, and the time until another PostgresStore's change
    listener hears of it (LISTEN/NOTIFY); p50 and max over REVOCATIONS revocations.
+3. modelSelect: benchmarks/model_select_cpu.py (CPU per request, in process) on the embedded shape and with
+   SWITCHBOARD_DATABASE_URL, alternating, twice each.
 
 PostgreSQL is the suite's own server (tests/support/postgres.py) with durability turned back on (fsync,
 synchronous_commit), like the owner's DuckDB file. Writers are threads of this one process, on one machine.
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -125,6 +129,12 @@ def main() -> None:
         delays = revocation_latency(url, root)
         print(f"key revocation reaching another worker (LISTEN/NOTIFY), {REVOCATIONS} revocations:")
         print(f"  p50 {statistics.median(delays) * 1000:.1f} ms   max {max(delays) * 1000:.1f} ms")
+        print("modelSelect, CPU per request (benchmarks/model_select_cpu.py), alternating:")
+        for shape in ("embedded", "postgres", "embedded", "postgres"):
+            env = dict(os.environ, SWITCHBOARD_DATABASE_URL=url if shape == "postgres" else "")
+            done = subprocess.run([sys.executable, "-m", "benchmarks.model_select_cpu"], env=env,
+                                  capture_output=True, text=True, check=True)
+            print(f"  {shape:9s} {done.stdout.strip().split(': ', 1)[-1]}")
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         drop_database(url)

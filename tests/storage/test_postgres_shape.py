@@ -1,6 +1,7 @@
 """The API on PostgreSQL (SWITCHBOARD_DATABASE_URL): no store owner, another process's writes reach it through
-LISTEN/NOTIFY (a revoked key stops working without waiting for the auth cache), and a database that stops answering
-is a clear 503 the client may retry."""
+LISTEN/NOTIFY (a revoked key stops working without waiting for the auth cache), a lost listening connection comes
+back with a full reload, a database that stops answering is a clear 503 the client may retry, and analysts read
+the catalogue from it."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from litestar.testing import TestClient
 
 from api.settings import reset_settings
 from storage.postgres_store import PostgresStore
+from storage.records import PreferenceChanges
 
 DEADLINE_S = 10.0  # generous: the assertion is that the change arrives at all, not how fast (benchmarks measure it)
 
@@ -94,3 +97,22 @@ def test_analysts_read_the_catalogue_from_postgres(other_process, postgres_url, 
     finally:
         conn.close()
     assert rows == [(pref.preference_id, "from postgres")]
+
+
+def test_a_lost_listening_connection_reconnects_and_reloads_everything(postgres_url, data_dir, other_process):
+    worker = PostgresStore(postgres_url, data_dir)
+    heard: list[str] = []
+    reloads: list[int] = []
+    try:
+        worker.subscribe(heard.append, lambda: reloads.append(1))
+        # What a PostgreSQL restart or a network cut does to the worker's LISTEN connection.
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            killed = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                   " WHERE datname = current_database() AND query LIKE 'LISTEN%'").fetchall()
+        assert killed == [(True,)]
+        assert eventually(lambda: reloads == [1])  # notifications sent meanwhile are lost: a full reload
+        pref = other_process.preferences.create("alice", "after the cut")
+        other_process.preferences.update("alice", pref.preference_id, PreferenceChanges(name="renamed"))
+        assert eventually(lambda: pref.preference_id in heard)  # and it listens again
+    finally:
+        worker.close()
