@@ -4,7 +4,8 @@ run unchanged on DuckDB (storage/database.py, one process owns the file) and on 
 every process connects); an engine supplies only what its dialect does differently.
 
 Statements use `?` placeholders. A transaction is per thread and re-entrant: `rows`/`run` inside it use its
-connection, so a repository method can call another inside its own transaction. Changed subjects (`notify`) reach
+connection, so a repository method can call another inside its own transaction; `with db.transaction() as tx:`
+also offers `tx.execute(sql, params).fetchall()`, the DuckDB connection's own idiom, on either engine. Changed subjects (`notify`) reach
 this process's listeners after the outermost transaction commits, never for a rolled-back one.
 """
 
@@ -27,6 +28,27 @@ def now() -> datetime:
 
 def sql_literal(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
+
+
+class Result:
+    def __init__(self, rows: list[tuple]) -> None:
+        self._rows = rows
+
+    def fetchall(self) -> list[tuple]:
+        return self._rows
+
+    def fetchone(self) -> tuple | None:
+        return self._rows[0] if self._rows else None
+
+
+class Transaction:
+    """What `SqlDatabase.transaction()` yields: statements on the transaction's connection."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self._db = db
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> Result:
+        return Result(self._db.rows(sql, params))
 
 
 class SqlDatabase:
@@ -97,16 +119,16 @@ class SqlDatabase:
         return getattr(self._local, "conn", None) is not None
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> Iterator[Transaction]:
         """One transaction for the block (joined when this thread already has one)."""
         if self.in_transaction:
-            yield
+            yield Transaction(self)
             return
         pending: list[str] = []
         with self._connection() as conn:
             self._local.conn, self._local.pending = conn, pending
             try:
-                yield
+                yield Transaction(self)
             finally:
                 self._local.conn, self._local.pending = None, None
         for subject in dict.fromkeys(pending):

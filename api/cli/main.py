@@ -30,6 +30,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_store(args: argparse.Namespace) -> int:
     """The store owner alone (production shape): replaces this process with granian, so signals reach it."""
     settings = get_settings()
+    if settings.database_url:
+        print("error: SWITCHBOARD_DATABASE_URL is set: PostgreSQL is the system of record and needs no store owner; "
+              "start the API and the flow workers directly", file=sys.stderr)
+        return 1
     check_data_dir(settings.data_dir)
     host, port = args.host or settings.store_host, args.port or settings.store_port
     os.environ["SWITCHBOARD_STORE_HOST"], os.environ["SWITCHBOARD_STORE_PORT"] = host, str(port)
