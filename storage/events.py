@@ -18,6 +18,7 @@ import secrets
 import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
+from typing import TypeAlias
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -25,7 +26,7 @@ import pyarrow.parquet as pq
 
 # A local folder, a URI (s3://..., gs://..., file:///...), or a pyarrow filesystem rooted at the events folder
 # (e.g. SubTreeFileSystem("bucket/prefix", S3FileSystem(...)) for settings a URI cannot carry).
-EventsDir = Path | str | pafs.FileSystem
+EventsDir: TypeAlias = "Path | str | pafs.FileSystem"
 
 
 def location(events_dir: EventsDir) -> tuple[pafs.FileSystem, str, str]:
