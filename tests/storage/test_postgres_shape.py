@@ -116,3 +116,22 @@ def test_a_lost_listening_connection_reconnects_and_reloads_everything(postgres_
         assert eventually(lambda: pref.preference_id in heard)  # and it listens again
     finally:
         worker.close()
+
+
+def test_after_its_connections_are_cut_the_api_recovers_without_a_restart(pg_client, other_process, postgres_url):
+    issued = other_process.accounts.issue_key("alice")
+    headers = {"Authorization": f"Bearer {issued.key}"}
+    create = "/v2/preferences/userPreferenceCreate"
+    assert pg_client.post(create, json={}, headers=headers).status_code == 200
+    # What a PostgreSQL restart does to every open connection; the pools notice and reconnect by themselves.
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                      " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    answers: list[int] = []
+
+    def served() -> bool:
+        answers.append(pg_client.post(create, json={"name": "after"}, headers=headers).status_code)
+        return answers[-1] == 200
+
+    assert eventually(served)
+    assert set(answers) <= {200, 503}  # a request on a cut connection fails clearly, never as a 500
