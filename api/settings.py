@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from api.client_address import parse_networks
-from storage.layout import DataDir, configured_data_dir
+from storage.layout import DataDir, configured_data_dir, configured_database_url
 
 
 def _int(name: str, default: int) -> int:
@@ -71,6 +71,8 @@ class Settings:
     store_host: str = "127.0.0.1"
     store_port: int = STORE_PORT
     store_url: str | None = None  # published in run/owner.json; default http://<store_host>:<store_port>
+    # postgresql://...: PostgreSQL is the system of record, every process connects to it, no store owner runs.
+    database_url: str | None = None
     preference_cache_seconds: float = 5.0
     # Per-key rate limits (docs/api.md); per_minute 0 = off. Per API worker process.
     rate_limit_per_minute: int = 600
@@ -278,6 +280,7 @@ def get_settings() -> Settings:
         store_host=os.environ.get("SWITCHBOARD_STORE_HOST", "127.0.0.1"),
         store_port=_int("SWITCHBOARD_STORE_PORT", STORE_PORT),
         store_url=os.environ.get("SWITCHBOARD_STORE_URL") or None,
+        database_url=configured_database_url(),
         preference_cache_seconds=_float("SWITCHBOARD_PREFERENCE_CACHE_SECONDS", 5.0),
         rate_limit_per_minute=max(0, _int("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600)),
         rate_limit_burst=max(1, _int("SWITCHBOARD_RATE_LIMIT_BURST", 60)),
