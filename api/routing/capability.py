@@ -2,13 +2,14 @@
 
 Source: datasets/model_benchmarks.csv, one cited source per figure (data card in datasets/default_router/README.md).
 Figures map onto three skill axes, each on the capability scale c = (accuracy % - 80) / 10 that the router uses:
-- knowledge: MMLU; else MMLU-Redux, else MMLU-Pro;
-- maths: GSM8K, else MGSM (grade-school maths in eight languages); else GSM8K-0shot (ZeroEval's zero-shot run),
-  else MATH-L5;
-- code: HumanEval; else CRUX (CRUXEval output prediction).
+- knowledge: MMLU; MMLU-Redux, MMLU-Pro, GPQA;
+- maths: GSM8K, else MGSM (grade-school maths in eight languages); GSM8K-0shot (ZeroEval's zero-shot run), MATH,
+  MATH-L5;
+- code: HumanEval; CRUX (CRUXEval output prediction).
 The axis' own benchmarks (first) are on the scale directly; each later one (a proxy) maps onto the axis by a
 least-squares line fitted, when the figures load, on the models that have both it and the axis from the benchmarks
-before it, so a proxy speaks only where the axis' own benchmark is missing.
+before it. A model's value on an axis is the mean of its own figure and its mapped proxies: one benchmark saturates
+where another still separates models (every frontier model scores about 90 % on GSM8K and MGSM, 60-97 % on MATH).
 
 Lookup of a candidate, per axis, the first that answers:
 1. the exact (provider, model) rows;
@@ -40,7 +41,7 @@ AXES = ("knowledge", "maths", "code")
 # Which benchmarks give each axis, in order of preference.
 AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
 # Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
-PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro"), "maths": ("GSM8K-0shot", "MATH-L5"),
+PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA"), "maths": ("GSM8K-0shot", "MATH", "MATH-L5"),
                     "code": ("CRUX",)}
 MIN_LINE_POINTS = 4
 # The uncertain prior of an axis: this quantile of the known models' capabilities. Pessimistic on purpose: a model
@@ -194,18 +195,38 @@ def _figures_by(rows: list[FigureRow], key_of) -> dict:
 
 
 def axes_from(figures: dict[str, float], lines: dict[str, tuple[float, float, float, float]]) -> dict[str, float]:
-    """{axis: capability} from one model's figures: the axis' own benchmark, else the first proxy with a line."""
+    """{axis: capability} from one model's figures: the mean of every estimate it has for the axis, its own
+    benchmark (the first of AXIS_BENCHMARKS it has) and each proxy with a line. One benchmark saturates where
+    another still separates models (GSM8K and MGSM near 90 % for every frontier model, MATH from 60 to 97 %), and a
+    mean of several protocols is less noisy than any one of them."""
+    out = {}
+    for axis, benchmarks in AXIS_BENCHMARKS.items():
+        estimates = [to_capability(next(figures[b] for b in benchmarks if b in figures))] \
+            if any(b in figures for b in benchmarks) else []
+        estimates += [_on_line(figures[proxy], lines[proxy]) for proxy in PROXY_BENCHMARKS[axis]
+                      if proxy in figures and proxy in lines]
+        if estimates:
+            out[axis] = sum(estimates) / len(estimates)
+    return out
+
+
+def _on_line(score: float, line: tuple[float, float, float, float]) -> float:
+    intercept, slope, lower, upper = line
+    return min(upper, max(lower, intercept + slope * score))
+
+
+def _first_axes(figures: dict[str, float], lines: dict[str, tuple[float, float, float, float]]) -> dict[str, float]:
+    """{axis: capability} from the axis' own benchmark, else the first proxy with a line: what a proxy's line is
+    fitted against (a line fitted on means that include other proxies would tie the proxies to each other)."""
     out = {}
     for axis, benchmarks in AXIS_BENCHMARKS.items():
         own = next((figures[b] for b in benchmarks if b in figures), None)
         if own is not None:
             out[axis] = to_capability(own)
             continue
-        for proxy in PROXY_BENCHMARKS[axis]:
-            if proxy in figures and proxy in lines:
-                intercept, slope, lower, upper = lines[proxy]
-                out[axis] = min(upper, max(lower, intercept + slope * figures[proxy]))
-                break
+        proxy = next((b for b in PROXY_BENCHMARKS[axis] if b in figures and b in lines), None)
+        if proxy is not None:
+            out[axis] = _on_line(figures[proxy], lines[proxy])
     return out
 
 
@@ -218,7 +239,7 @@ def fit_proxy_lines(by_model: dict) -> dict[str, tuple[float, float, float, floa
     for axis, proxies in PROXY_BENCHMARKS.items():
         for proxy in proxies:
             pairs = [(figures[proxy], axes[axis]) for figures in by_model.values()
-                     if proxy in figures and axis in (axes := axes_from(figures, lines))]
+                     if proxy in figures and axis in (axes := _first_axes(figures, lines))]
             if len(pairs) >= MIN_LINE_POINTS:
                 x, y = np.array(pairs).T
                 slope, intercept = np.polyfit(x, y, 1)

@@ -1,5 +1,5 @@
 """What the default router believes about a model: figures found by each spelling rule, proxy benchmarks mapped by
-fitted lines only where the axis' own figure is missing, and an uncertain prior that rewards neither price nor size."""
+fitted lines and averaged with the axis' own figure, and an uncertain prior that rewards neither price nor size."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_exact_then_spelling_then_snapshot_then_variant():
     assert prior.lookup("custom", "Llama-3.1-70B-chat")[1] == "family"  # a sibling's figure
 
 
-def test_proxy_benchmarks_map_by_a_line_only_where_the_axis_own_figure_is_missing():
+def test_proxy_benchmarks_map_by_a_line_and_join_the_axis_own_figure():
     models = [("m%d" % i, mmlu, pro) for i, (mmlu, pro) in enumerate([(60, 30), (70, 40), (80, 50), (90, 60)])]
     figures = [("acme", m, "MMLU", mmlu) for m, mmlu, _ in models]
     figures += [("acme", m, "MMLU-Pro", pro) for m, _, pro in models]
@@ -89,7 +89,8 @@ def test_proxy_benchmarks_map_by_a_line_only_where_the_axis_own_figure_is_missin
     assert (slope, intercept) == (pytest.approx(expected_slope), pytest.approx(expected_intercept))
     assert (lower, upper) == (pytest.approx(to_capability(60)), pytest.approx(to_capability(90)))
     assert prior.lookup("acme", "pro-only")[0] == pytest.approx(intercept + slope * 45)
-    assert prior.lookup("acme", "both")[0] == pytest.approx(to_capability(62))  # its own MMLU wins
+    # own figure and proxy both count: their mean (a saturated benchmark no longer hides what another separates)
+    assert prior.lookup("acme", "both")[0] == pytest.approx((to_capability(62) + intercept + slope * 58) / 2)
     assert prior.lookup("acme", "far-out")[0] == pytest.approx(upper)  # clamped to the fitted range
     # too few models with both: no line, so the proxy is not used
     assert "MMLU-Pro" not in fit_proxy_lines({("x",): {"MMLU": 70.0, "MMLU-Pro": 40.0}})
