@@ -21,6 +21,12 @@ Lookup of a candidate, per axis, the first that answers:
    axis. Neither price nor size enters: an unknown model is assumed weaker than most known ones, so at
    cost_quality_tradeoff 0 a model with good published figures is preferred, until feedback or the caller's
    custom router says otherwise.
+Each estimate carries its uncertainty, measured on the figures themselves: a figure borrowed from another snapshot
+or from the base/chat sibling is off by the spread between such pairs in the figures file (level_sd), an imputed
+one by its line's residual (imputation_sd). The profile is the lower bound, estimate - UNCERTAINTY_Z x that spread,
+so at the quality end of the dial a model measured under its own name beats a look-alike with the same figures, and
+a model the router trained on (measured under its own name) keeps its figures. UNCERTAINTY_Z = 0.5 was chosen on
+half of the unseen pools of benchmarks/default_router_unseen_pools.py (docs/benchmarks.md, issue 21, uncertainty).
 The source of a profile ('prior': exact or respelt; 'family': another snapshot or sibling; 'uncertain': nothing) is
 what explain() reports.
 """
@@ -47,6 +53,9 @@ MIN_LINE_POINTS = 4
 # The uncertain prior of an axis: this quantile of the known models' capabilities. Pessimistic on purpose: a model
 # nobody measured should not displace one with good published figures at the quality end of the dial.
 UNCERTAIN_QUANTILE = 0.25
+# How many standard deviations of its uncertainty a profile found by a looser match (another snapshot, the base/chat
+# sibling) or imputed from knowledge gives up: a lower confidence bound (module docstring).
+UNCERTAINTY_Z = 0.5
 
 
 def to_capability(score: float) -> float:
@@ -124,6 +133,10 @@ class CapabilityPrior:
         by_spelling = self._levels[model_names.LEVELS.index(model_names.SPELLING)]  # one entry per model
         self.lines = fit_proxy_lines(by_spelling)
         known = [self._axes_of(figures) for figures in by_spelling.values()]
+        # Standard deviation (capability units) of a figure borrowed at each matching level, and of each
+        # imputation line's residual, measured on the figures themselves.
+        self.level_sd = {level: _borrowed_sd(rows, level) for level in model_names.LEVELS[1:]}
+        self.imputation_sd = {axis: _residual_sd(known, line, axis) for axis, line in self.imputation.items()}
         self.uncertain = np.array([
             _quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in known)
             else to_capability(MMLU_CENTRE) for a in AXES])
@@ -152,18 +165,20 @@ class CapabilityPrior:
         hit = self._cache.get(cache_key)
         if hit is not None:
             return hit
-        candidates = [("prior", self._axes_of(self._exact.get(cache_key, {})))]
+        candidates = [("prior", 0.0, self._axes_of(self._exact.get(cache_key, {})))]
         for level, index in zip(model_names.LEVELS, self._levels):
             name_key = model_names.key(model, level)
             if name_key:
                 candidates.append(("prior" if level == model_names.SPELLING else "family",
-                                   self._axes_of(index.get(name_key, {}))))
+                                   self.level_sd.get(level, 0.0), self._axes_of(index.get(name_key, {}))))
         values, sources = [], []
         for axis in AXES:
-            found = next(((axes[axis], how) for how, axes in candidates if axis in axes), None)
+            found = next(((axes[axis] - UNCERTAINTY_Z * sd, how) for how, sd, axes in candidates if axis in axes),
+                         None)
             if found is None and axis != AXES[0] and sources[0] != "uncertain":
                 intercept, slope = self.imputation.get(axis, (0.0, 1.0))
-                found = (intercept + slope * values[0], "imputed")
+                found = (intercept + slope * values[0] - UNCERTAINTY_Z * self.imputation_sd.get(axis, 0.0),
+                         "imputed")
             if found is None:
                 found = (float(self.uncertain[AXES.index(axis)]), "uncertain")
             values.append(found[0])
@@ -172,6 +187,30 @@ class CapabilityPrior:
         if len(self._cache) < 100_000:  # custom models are caller-defined: keep memory bounded
             self._cache[cache_key] = result
         return result
+
+
+def _borrowed_sd(rows: list[FigureRow], level: int) -> float:
+    """How far a figure borrowed at `level` may be from the model's own: the models that meet at this level but not
+    at the one before (two snapshots; a base model and its chat sibling) differ on a shared benchmark by this
+    standard deviation (capability units; pairwise differences / sqrt 2)."""
+    groups: dict = {}
+    for r in rows:
+        outer = model_names.key(r.model, level)
+        if outer:
+            groups.setdefault((outer, r.benchmark), {}).setdefault(model_names.key(r.model, level - 1), []).append(
+                r.score)
+    diffs = []
+    for members in groups.values():
+        means = [sum(v) / len(v) for v in members.values()]
+        diffs += [a - b for i, a in enumerate(means) for b in means[i + 1:]]
+    return float(np.sqrt(np.mean(np.square(diffs)) / 2)) / MMLU_SCALE if diffs else 0.0
+
+
+def _residual_sd(known: list[dict[str, float]], line: tuple[float, float], axis: str) -> float:
+    """Root mean square residual of an imputation line (axis from knowledge) over the models that have both."""
+    intercept, slope = line
+    residuals = [k[axis] - (intercept + slope * k[AXES[0]]) for k in known if axis in k and AXES[0] in k]
+    return float(np.sqrt(np.mean(np.square(residuals)))) if residuals else 0.0
 
 
 def _quantile(values: list[float], q: float) -> float:

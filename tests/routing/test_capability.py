@@ -15,6 +15,7 @@ from api.routing.capability import (
     PROXY_BENCHMARKS,
     CapabilityPrior,
     FigureRow,
+    UNCERTAINTY_Z,
     fit_proxy_lines,
     to_capability,
 )
@@ -70,10 +71,26 @@ def test_exact_then_spelling_then_snapshot_then_variant():
     ))
     assert prior.lookup("together", "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo") == (pytest.approx(0.2), "prior")
     assert prior.lookup("custom", "llama3_1-70b-instruct") == (pytest.approx(0.3), "prior")  # respelt
-    assert prior.lookup("custom", "Llama-3.1-70B-Instruct-fp8") == (pytest.approx(0.25), "family")  # mean of 2
-    assert prior.lookup("custom", "widget-latest") == (pytest.approx(-0.9), "family")  # mean of the snapshots
+    # another snapshot: the mean of the rows found, less UNCERTAINTY_Z of that level's measured spread
+    borrowed = UNCERTAINTY_Z * prior.level_sd[model_names.SNAPSHOT]
+    assert prior.lookup("custom", "Llama-3.1-70B-Instruct-fp8") == (pytest.approx(0.25 - borrowed), "family")
+    assert prior.lookup("custom", "widget-latest") == (pytest.approx(-0.9 - borrowed), "family")
     assert prior.lookup("custom", "Llama-3.1-70B") == (pytest.approx(-0.1), "prior")  # the base has its own figure
     assert prior.lookup("custom", "Llama-3.1-70B-chat")[1] == "family"  # a sibling's figure
+
+
+def test_a_borrowed_figure_carries_its_uncertainty_so_a_model_measured_under_its_own_name_wins_a_tie():
+    prior = CapabilityPrior(rows(
+        ("acme", "widget-2024-01-01", "MMLU", 70.0), ("acme", "widget-2024-06-01", "MMLU", 72.0),
+        ("acme", "gizmo", "MMLU", 71.0), ("acme", "gizmo-base", "MMLU", 61.0),
+        ("acme", "gizmo-base-chat", "MMLU", 65.0),
+    ))
+    # two snapshots 2 points apart: a borrowed snapshot figure is off by 2 / sqrt(2) points, 0.141 on the scale
+    assert prior.level_sd[model_names.SNAPSHOT] == pytest.approx(0.2 / np.sqrt(2))
+    assert prior.level_sd[model_names.VARIANT] == pytest.approx(0.4 / np.sqrt(2))  # a base and its chat sibling
+    own = prior.lookup("acme", "gizmo")[0]
+    snapshot = prior.lookup("acme", "widget-latest")[0]  # mean 71, the same as gizmo's own figure
+    assert snapshot == pytest.approx(own - UNCERTAINTY_Z * prior.level_sd[model_names.SNAPSHOT]) and snapshot < own
 
 
 def test_proxy_benchmarks_map_by_a_line_and_join_the_axis_own_figure():
