@@ -1,7 +1,7 @@
 """The default router on pools of models it never trained on, named as custom models with list prices, through HTTP.
 
     .venv/bin/python -m benchmarks.default_router_unseen_pools [--prompts 200] [--sources mmlu_pro,crux,math_l5]
-        [--router-dir DIR]
+        [--router-dir DIR] [--keep-math] [--keep-own-figures]
 
 Pools: the per-question 0/1 results in ../shared/data (MMLU-Pro's non-MMLU questions, 29 models; ZeroEval CRUX, 51;
 ZeroEval MATH level 5, 41; data cards there). The shipped router trained on GPT-4-1106 / Mixtral-8x7B (RouteLLM) and
@@ -12,8 +12,9 @@ its result. Rows: the questions every model of the source answered, a fixed spre
 Each pool goes to modelSelect as custom models (provider 'huggingface', the model named as in the data) priced by
 price_of below, every prompt at cost_quality_tradeoff 0..10 under one preference per pool. The figures the router
 may use leave out the pool's own benchmark: scoring MMLU-Pro pools, every MMLU-Pro row of the figures file is
-dropped (CRUX and MATH-L5 likewise), as benchmarks/default_router_unseen.py masks a left-out benchmark's figures;
-published figures on other benchmarks stay, as they would for any real model.
+dropped (CRUX and MATH-L5 likewise; for MATH-L5 also MATH, whose test set holds its questions, unless --keep-math),
+as benchmarks/default_router_unseen.py masks a left-out benchmark's figures; published figures on other benchmarks
+stay, as they would for any real model.
 
 Cost of a request: prompt tokens (characters / 4) x input price + OUTPUT_TOKENS x output price (the data have no
 answer lengths). Printed per pool: the best single model on the routed prompts, accuracy at t = 0, and the cheapest
@@ -50,6 +51,9 @@ WITHIN_POINTS = 2.0
 # source -> (per-question file, the figures' benchmark name measured on it)
 SOURCES = {"mmlu_pro": ("mmlu_pro/mmlu_pro_nonmmlu.csv", "MMLU-Pro"), "crux": ("zeroeval/crux.csv", "CRUX"),
            "math_l5": ("zeroeval/math_l5.csv", "MATH-L5")}
+# Figures measured on the same questions under another name: MATH (MATH-500 for the newer models) holds the level-5
+# questions MATH-L5 routes, so scoring MATH-L5 pools drops it too unless --keep-math.
+SAME_ITEMS = {"MATH-L5": ("MATH",)}
 NOT_MODELS = {"question_id", "category", "src", "prompt", "answer", "revised", "id"}
 
 # Prices, USD per million tokens (input, output). 1. the catalogue's entry (LiteLLM's price map bundled in
@@ -144,11 +148,11 @@ def pools_of(models: list[str]) -> list[list[str]]:
     return [ordered[k::n] for k in range(n)]
 
 
-def masked_figures(benchmark: str, out: Path, figures: Path = DEFAULT_PRIOR_PATH) -> Path:
-    """A copy of the figures without any row measured on `benchmark`."""
+def masked_figures(benchmarks: tuple[str, ...], out: Path, figures: Path = DEFAULT_PRIOR_PATH) -> Path:
+    """A copy of the figures without any row measured on one of `benchmarks`."""
     with figures.open(newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        fields, rows = reader.fieldnames, [r for r in reader if r["benchmark"] != benchmark]
+        fields, rows = reader.fieldnames, [r for r in reader if r["benchmark"] not in benchmarks]
     with out.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
@@ -206,6 +210,8 @@ def main() -> int:
     parser.add_argument("--keep-own-figures", action="store_true",
                         help="keep the pool's own benchmark figures (a leak: they are the models' accuracy on these "
                              "very rows; shows what name matching finds, not generalisation)")
+    parser.add_argument("--keep-math", action="store_true",
+                        help="keep the MATH figures when scoring MATH-L5 pools (MATH contains their questions)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="switchboard-pools-"))
     summary = []
@@ -215,8 +221,10 @@ def main() -> int:
             idx = sample(len(prompts), args.prompts)
             prompts, results = [prompts[i] for i in idx], results[idx]
             benchmark = SOURCES[source][1]
-            kept = "" if args.keep_own_figures else benchmark
-            env = {"SWITCHBOARD_MODEL_FIGURES": str(masked_figures(kept, work / f"{source}.csv", Path(args.figures)))}
+            dropped = () if args.keep_own_figures else (
+                (benchmark,) + (() if args.keep_math else SAME_ITEMS.get(benchmark, ())))
+            masked = masked_figures(dropped, work / f"{source}.csv", Path(args.figures))
+            env = {"SWITCHBOARD_MODEL_FIGURES": str(masked)}
             if args.router_dir:
                 env["SWITCHBOARD_DEFAULT_ROUTER_DIR"] = str(Path(args.router_dir).resolve())
             with running_api(env) as api:
