@@ -140,7 +140,7 @@ class CapabilityPrior:
         self.uncertain = np.array([
             _quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in known)
             else to_capability(MMLU_CENTRE) for a in AXES])
-        self._cache: dict[tuple[str, str], tuple[np.ndarray, str, tuple[str, ...]]] = {}
+        self._cache: dict[tuple[str, str], tuple[np.ndarray, str, tuple[str, ...], np.ndarray]] = {}
 
     def _axes_of(self, figures: dict[str, float]) -> dict[str, float]:
         return axes_from(figures, self.lines)
@@ -148,19 +148,21 @@ class CapabilityPrior:
     def lookup(self, provider: str, model: str, output_price: float | None = None,
                context_length: int | None = None) -> tuple[float, str]:
         """(knowledge capability, where it came from: 'prior' | 'family' | 'uncertain')."""
-        skills, how, _ = self.profile(provider, model)
+        skills, how, *_ = self.profile(provider, model)
         return float(skills[0]), how
 
     def skills(self, provider: str, model: str, output_price: float | None = None,
                context_length: int | None = None) -> tuple[np.ndarray, str]:
         """(capability per axis of AXES, where knowledge came from). Price and context are accepted for callers
         that pass a candidate's fields and ignored."""
-        skills, how, _ = self.profile(provider, model)
+        skills, how, *_ = self.profile(provider, model)
         return skills, how
 
-    def profile(self, provider: str, model: str) -> tuple[np.ndarray, str, tuple[str, ...]]:
-        """(capability per axis, source of knowledge, source per axis) with sources 'prior' | 'family' |
-        'imputed' (maths/code from knowledge) | 'uncertain'."""
+    def profile(self, provider: str, model: str) -> tuple[np.ndarray, str, tuple[str, ...], np.ndarray]:
+        """(capability per axis, source of knowledge, source per axis, uncertainty per axis) with sources 'prior' |
+        'family' | 'imputed' (maths/code from knowledge) | 'uncertain'. The capability is the lower bound,
+        estimate - UNCERTAINTY_Z x uncertainty (module docstring); the uncertainty is 0 for a model's own figures
+        and for the uncertain prior (already a low quantile)."""
         cache_key = (_norm(provider), _norm(model))
         hit = self._cache.get(cache_key)
         if hit is not None:
@@ -171,19 +173,18 @@ class CapabilityPrior:
             if name_key:
                 candidates.append(("prior" if level == model_names.SPELLING else "family",
                                    self.level_sd.get(level, 0.0), self._axes_of(index.get(name_key, {}))))
-        values, sources = [], []
+        values, sources, sds = [], [], []
         for axis in AXES:
-            found = next(((axes[axis] - UNCERTAINTY_Z * sd, how) for how, sd, axes in candidates if axis in axes),
-                         None)
+            found = next(((axes[axis], how, sd) for how, sd, axes in candidates if axis in axes), None)
             if found is None and axis != AXES[0] and sources[0] != "uncertain":
                 intercept, slope = self.imputation.get(axis, (0.0, 1.0))
-                found = (intercept + slope * values[0] - UNCERTAINTY_Z * self.imputation_sd.get(axis, 0.0),
-                         "imputed")
+                found = (intercept + slope * values[0], "imputed", self.imputation_sd.get(axis, 0.0))
             if found is None:
-                found = (float(self.uncertain[AXES.index(axis)]), "uncertain")
-            values.append(found[0])
+                found = (float(self.uncertain[AXES.index(axis)]), "uncertain", 0.0)
+            values.append(found[0] - UNCERTAINTY_Z * found[2])
             sources.append(found[1])
-        result = (np.array(values), sources[0], tuple(sources))
+            sds.append(found[2])
+        result = (np.array(values), sources[0], tuple(sources), np.array(sds))
         if len(self._cache) < 100_000:  # custom models are caller-defined: keep memory bounded
             self._cache[cache_key] = result
         return result

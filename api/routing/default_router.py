@@ -172,13 +172,14 @@ class DefaultRouter:
 
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
         """Where each candidate's capability came from: 'prior' (its own figures), 'family' (another snapshot or
-        sibling) or 'uncertain' (no figures: the pessimistic prior); per axis also 'imputed' (from knowledge)."""
+        sibling) or 'uncertain' (no figures: the pessimistic prior); per axis also 'imputed' (from knowledge), and
+        the estimate's uncertainty (standard deviation, capability units; the capability is its lower bound)."""
         out = []
         for c in candidates:
-            skills, how, per_axis = self.prior.profile(c.provider, c.model)
+            skills, how, per_axis, sds = self.prior.profile(c.provider, c.model)
             out.append({"model": c.key, "capability": float(skills[0]), "source": how,
-                        "skills": {axis: {"capability": float(v), "source": src}
-                                   for axis, v, src in zip(AXES, skills, per_axis)}})
+                        "skills": {axis: {"capability": float(v), "source": src, "uncertainty": float(sd)}
+                                   for axis, v, src, sd in zip(AXES, skills, per_axis, sds)}})
         return out
 
 

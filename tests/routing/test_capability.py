@@ -119,7 +119,7 @@ def test_the_uncertain_prior_is_a_low_quantile_of_known_models_and_ignores_price
     prior = CapabilityPrior(rows(*known))
     caps = [to_capability(s) for s in (50, 60, 70, 80, 90)]
     assert prior.uncertain == pytest.approx([np.quantile(caps, 0.25)] * len(AXES))
-    cheap, how, per_axis = prior.profile("custom", "never-heard-of-it")
+    cheap, how, per_axis, _ = prior.profile("custom", "never-heard-of-it")
     assert how == "uncertain" and per_axis == ("uncertain",) * len(AXES)
     assert prior.skills("custom", "never-heard-of-it", 0.01, 4096)[0] == pytest.approx(cheap)
     assert prior.skills("custom", "never-heard-of-it-pro", 500.0, 2_000_000)[0] == pytest.approx(cheap)
@@ -151,6 +151,10 @@ def test_explain_says_where_each_axis_came_from(router):
     assert out[0]["source"] == "prior"  # its own MMLU-Pro figure, mapped onto knowledge
     assert out[0]["skills"]["maths"]["source"] == "family"  # its Instruct sibling's ZeroEval figures
     assert out[1]["skills"]["code"]["source"] == "imputed"  # only MMLU-Pro: code from knowledge
+    # each estimate says how uncertain it is: none for its own figure, the line's residual for an imputed one
+    assert out[0]["skills"]["knowledge"]["uncertainty"] == 0.0
+    assert out[1]["skills"]["code"]["uncertainty"] == pytest.approx(router.prior.imputation_sd["code"])
+    assert router.prior.imputation_sd["code"] > 0
     assert set(out[0]["skills"]) == set(AXES)
 
 
