@@ -1,7 +1,7 @@
 """The default router on pools of models it never trained on, named as custom models with list prices, through HTTP.
 
     .venv/bin/python -m benchmarks.default_router_unseen_pools [--prompts 200] [--sources mmlu_pro,crux,math_l5]
-        [--router-dir DIR] [--keep-math] [--keep-own-figures]
+        [--router-dir DIR] [--keep-math] [--keep-own-figures] [--offline [--uncertainty-z Z]]
 
 Pools: the per-question 0/1 results in ../shared/data (MMLU-Pro's non-MMLU questions, 29 models; ZeroEval CRUX, 51;
 ZeroEval MATH level 5, 41; data cards there). The shipped router trained on GPT-4-1106 / Mixtral-8x7B (RouteLLM) and
@@ -19,8 +19,11 @@ stay, as they would for any real model.
 Cost of a request: prompt tokens (characters / 4) x input price + OUTPUT_TOKENS x output price (the data have no
 answer lengths). Printed per pool: the best single model on the routed prompts, accuracy at t = 0, and the cheapest
 setting within 2 points of the best single model with its cost as a share of always calling that model; then the
-means over pools. --router-dir (SWITCHBOARD_DEFAULT_ROUTER_DIR) serves another router artefact, e.g. one trained
-without the pool's models.
+means over pools, also over the even- and odd-numbered pools of each source (choose a constant on one half, report
+on the other). --offline scores t = 0 only, in process (the served router's predict_quality_batch and the real
+policy; the same choices as through HTTP, where t = 0 does not depend on the dial), fast enough to try constants:
+--uncertainty-z sets api/routing/capability.py's UNCERTAINTY_Z for the run. --router-dir
+(SWITCHBOARD_DEFAULT_ROUTER_DIR) serves another router artefact, e.g. one trained without the pool's models.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ import httpx
 import numpy as np
 
 from api.catalogue import load_catalogue
-from api.routing.default_router import DEFAULT_PRIOR_PATH
+from api.routing import capability, policy
+from api.routing.default_router import DEFAULT_PRIOR_PATH, load_default_router
+from api.routing.router import Candidate
 from benchmarks.default_router_quality_http import new_preference
 from benchmarks.default_router_unseen import sample
 from tests.support.service import running_api
@@ -185,6 +190,17 @@ def route_pool(api, prompts: list[str], pool: list[str]) -> np.ndarray:
     return picks
 
 
+def route_pool_offline(router, vectors: np.ndarray, prompts: list[str], pool: list[str]) -> np.ndarray:
+    """(1, n) index into `pool` of the model chosen at t = 0, in process."""
+    candidates = [Candidate("huggingface", m, *price_of(m), context_length=32768, latency_s=1.0) for m in pool]
+    quality = router.predict_quality_batch(vectors, candidates)
+    prices = np.array([price_of(m) for m in pool])
+    picks = [policy.choose(quality[i], policy.request_cost_usd(prices[:, 0], prices[:, 1], len(p) // 4,
+                                                               OUTPUT_TOKENS), cost_quality_tradeoff=0).index
+             for i, p in enumerate(prompts)]
+    return np.array([picks])
+
+
 def pool_figures(prompts: list[str], pool: list[str], results: np.ndarray, picks: np.ndarray) -> dict:
     """Accuracy and cost share per setting against the pool's best single model on these prompts."""
     prices = np.array([price_of(m) for m in pool])
@@ -193,12 +209,27 @@ def pool_figures(prompts: list[str], pool: list[str], results: np.ndarray, picks
     singles = results.mean(axis=0)
     best = int(singles.argmax())
     rows = np.arange(len(prompts))
-    accuracy = np.array([results[rows, picks[t]].mean() for t in range(11)])
-    share = np.array([cost[rows, picks[t]].sum() / cost[:, best].sum() for t in range(11)])
-    within = [t for t in range(11) if 100 * (accuracy[t] - singles[best]) >= -WITHIN_POINTS]
+    settings = range(len(picks))  # 11, or t = 0 alone offline
+    accuracy = np.array([results[rows, picks[t]].mean() for t in settings])
+    share = np.array([cost[rows, picks[t]].sum() / cost[:, best].sum() for t in settings])
+    within = [t for t in settings if 100 * (accuracy[t] - singles[best]) >= -WITHIN_POINTS]
     cheapest = min(within, key=lambda t: share[t]) if within else None
     return {"best_model": pool[best], "best": float(singles[best]), "accuracy": accuracy, "share": share,
             "cheapest": cheapest, "t0_model_share": np.bincount(picks[0], minlength=len(pool)) / len(prompts)}
+
+
+def report(source: str, k: int, pool: list[str], prompts: list[str], got: dict) -> None:
+    acc, share, c = got["accuracy"], got["share"], got["cheapest"]
+    top = np.argsort(-got["t0_model_share"])[:2]
+    print(f"{source} pool {k} ({len(pool)} models, {len(prompts)} prompts): best single "
+          f"{got['best']:.3f} ({got['best_model']}); t=0 {acc[0]:.3f} "
+          f"({100 * (acc[0] - got['best']):+.1f} pts, cost {share[0]:.0%}; mostly "
+          + ", ".join(f"{pool[j]} {got['t0_model_share'][j]:.0%}" for j in top) + "); "
+          + (f"cheapest within {WITHIN_POINTS:g} pts: t={c} {acc[c]:.3f} at {share[c]:.0%} of its cost"
+             if c is not None else f"never within {WITHIN_POINTS:g} pts"), flush=True)
+    if len(acc) > 1:
+        print("    accuracy t=0..10: " + " ".join(f"{a:.3f}" for a in acc)
+              + " | cost share: " + " ".join(f"{s:.2f}" for s in share), flush=True)
 
 
 def main() -> int:
@@ -212,7 +243,14 @@ def main() -> int:
                              "very rows; shows what name matching finds, not generalisation)")
     parser.add_argument("--keep-math", action="store_true",
                         help="keep the MATH figures when scoring MATH-L5 pools (MATH contains their questions)")
+    parser.add_argument("--offline", action="store_true", help="t = 0 only, scored in process")
+    parser.add_argument("--uncertainty-z", type=float, default=None,
+                        help="with --offline: UNCERTAINTY_Z of api/routing/capability.py for this run")
     args = parser.parse_args()
+    if args.uncertainty_z is not None:
+        if not args.offline:
+            parser.error("--uncertainty-z needs --offline (the HTTP server loads its own router)")
+        capability.UNCERTAINTY_Z = args.uncertainty_z
     work = Path(tempfile.mkdtemp(prefix="switchboard-pools-"))
     summary = []
     try:
@@ -224,6 +262,16 @@ def main() -> int:
             dropped = () if args.keep_own_figures else (
                 (benchmark,) + (() if args.keep_math else SAME_ITEMS.get(benchmark, ())))
             masked = masked_figures(dropped, work / f"{source}.csv", Path(args.figures))
+            if args.offline:
+                router = load_default_router(args.router_dir, masked)
+                vectors = router.featurizer.featurize_batch(prompts)
+                for k, pool in enumerate(pools_of(models)):
+                    cols = [models.index(m) for m in pool]
+                    got = pool_figures(prompts, pool, results[:, cols],
+                                       route_pool_offline(router, vectors, prompts, pool))
+                    summary.append((source, k, got))
+                    report(source, k, pool, prompts, got)
+                continue
             env = {"SWITCHBOARD_MODEL_FIGURES": str(masked)}
             if args.router_dir:
                 env["SWITCHBOARD_DEFAULT_ROUTER_DIR"] = str(Path(args.router_dir).resolve())
@@ -231,27 +279,25 @@ def main() -> int:
                 for k, pool in enumerate(pools_of(models)):
                     cols = [models.index(m) for m in pool]
                     got = pool_figures(prompts, pool, results[:, cols], route_pool(api, prompts, pool))
-                    summary.append(got)
-                    acc, share, c = got["accuracy"], got["share"], got["cheapest"]
-                    top = np.argsort(-got["t0_model_share"])[:2]
-                    print(f"{source} pool {k} ({len(pool)} models, {len(prompts)} prompts): best single "
-                          f"{got['best']:.3f} ({got['best_model']}); t=0 {acc[0]:.3f} "
-                          f"({100 * (acc[0] - got['best']):+.1f} pts, cost {share[0]:.0%}; mostly "
-                          + ", ".join(f"{pool[j]} {got['t0_model_share'][j]:.0%}" for j in top) + "); "
-                          + (f"cheapest within {WITHIN_POINTS:g} pts: t={c} {acc[c]:.3f} at {share[c]:.0%} of its cost"
-                             if c is not None else f"never within {WITHIN_POINTS:g} pts"), flush=True)
-                    print("    accuracy t=0..10: " + " ".join(f"{a:.3f}" for a in acc)
-                          + " | cost share: " + " ".join(f"{s:.2f}" for s in share), flush=True)
+                    summary.append((source, k, got))
+                    report(source, k, pool, prompts, got)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    t0 = np.array([g["accuracy"][0] for g in summary])
-    best = np.array([g["best"] for g in summary])
-    reached = [g for g in summary if g["cheapest"] is not None]
-    half = sum(1 for g in reached if g["share"][g["cheapest"]] <= 0.5)
-    print(f"{len(summary)} pools: mean accuracy at t=0 {t0.mean():.3f} vs best single {best.mean():.3f} "
-          f"({100 * (t0 - best).mean():+.1f} pts; worst {100 * (t0 - best).min():+.1f}); within {WITHIN_POINTS:g} pts "
-          f"at t=0 in {int(np.sum(100 * (t0 - best) >= -WITHIN_POINTS))}; within {WITHIN_POINTS:g} pts somewhere in "
-          f"{len(reached)}, at <= 50 % of the best model's cost in {half}")
+    for name, part in (("all", summary), ("even-numbered", [x for x in summary if x[1] % 2 == 0]),
+                       ("odd-numbered", [x for x in summary if x[1] % 2 == 1])):
+        got = [g for _, _, g in part]
+        t0 = np.array([g["accuracy"][0] for g in got])
+        best = np.array([g["best"] for g in got])
+        gap = 100 * (t0 - best)
+        line = (f"{name} pools ({len(got)}): mean accuracy at t=0 {t0.mean():.3f} vs best single {best.mean():.3f} "
+                f"({gap.mean():+.2f} pts; worst {gap.min():+.1f}); within {WITHIN_POINTS:g} pts at t=0 in "
+                f"{int(np.sum(gap >= -WITHIN_POINTS))}")
+        if not args.offline:
+            reached = [g for g in got if g["cheapest"] is not None]
+            half = sum(1 for g in reached if g["share"][g["cheapest"]] <= 0.5)
+            line += (f"; within {WITHIN_POINTS:g} pts somewhere in {len(reached)}, at <= 50 % of the best model's "
+                     f"cost in {half}")
+        print(line)
     return 0
 
 
