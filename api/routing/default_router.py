@@ -49,11 +49,6 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max())
-    return e / e.sum()
-
-
 class DefaultRouter:
     """Scores candidates for a query. Immutable after load; safe to share between threads."""
 
@@ -150,7 +145,8 @@ class DefaultRouter:
         z = self._query_heads(features.vector)
         caps, skills, offsets, trained = self._skill_inputs(candidates)
         if not trained.all():
-            caps = np.where(trained, caps, skills @ _softmax(z[4:]))
+            # z[2:] are the skill model's heads (_query_heads): its need for each axis weighs the unseen skills
+            caps = np.where(trained, caps, skills @ self.skills.need_from_heads(z[2:]))
         irt = _sigmoid(np.logaddexp(0.0, z[1]) * (caps - z[0]))
         if self.skills is None or self.blend == 0.0:
             return irt

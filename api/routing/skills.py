@@ -67,6 +67,10 @@ class SkillModel:
         """(n, axes) how much each query needs each skill, u(q)."""
         return _softmax(np.atleast_2d(vectors) @ self.w_need.T + self.b_need)
 
+    def need_from_heads(self, z: np.ndarray) -> np.ndarray:
+        """u(q) from the query heads' raw outputs z (2 + axes,) (see query_heads)."""
+        return _softmax(z[2:])
+
     def predict_from_heads(self, z: np.ndarray, skills: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """(n, m) probabilities from the query heads' raw outputs z (n, 2 + axes) (see query_heads)."""
         a = np.logaddexp(0.0, z[:, 0])
