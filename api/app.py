@@ -47,7 +47,9 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         # is a client; otherwise it opens the DuckDB file itself and serves the owner routes (a single worker).
         # An owner file whose owner does not answer may be a store owner restarting: waiting a little keeps this
         # process from opening the file and locking it out (a crashed single-process owner costs 10 s more).
-        store = owner.open_store(settings.db_path, settings.run_dir, wait_for_owner_s=10.0)
+        # With SWITCHBOARD_DATABASE_URL every worker connects to PostgreSQL itself and no process owns anything.
+        store = owner.open_store(settings.db_path, settings.run_dir, wait_for_owner_s=10.0,
+                                 database_url=settings.database_url)
         owns_store = store.owns_file
         services = build_services(settings, store)
         app.state.services = services  # controllers take their components from here (api/dependencies.py)

@@ -16,6 +16,7 @@ from litestar.exceptions import (
 )
 
 from api.errors import ApiError
+from storage.errors import DatabaseUnavailable
 from api.request_id import request_id_of
 from api.schemas.common import (
     ErrorBody,
@@ -204,6 +205,14 @@ def on_text_decoding_error(request: Request, exc: Exception) -> Response:
                     f"{field} {problem}; send form fields as UTF-8", details={"field": name, "charset": charset})
 
 
+def on_database_unavailable(request: Request, exc: DatabaseUnavailable) -> Response:
+    """PostgreSQL down or restarting (storage/postgres.py): a clear 503 the client may retry; the pool reconnects by
+    itself when it is back, so nothing needs restarting."""
+    log.warning("system of record unavailable on %s %s: %s", request.method, request.url.path, exc)
+    return envelope(request, 503, "SERVICE_UNAVAILABLE", "api_error",
+                    "the database is unavailable; retry shortly", headers={"Retry-After": "1"})
+
+
 def on_unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s (request %s)", request.method, request.url.path,
                   request_id_of(request.scope))
@@ -214,6 +223,7 @@ def on_unexpected(request: Request, exc: Exception) -> Response:
 EXCEPTION_HANDLERS = {
     ValidationException: on_validation_error,
     ApiError: on_api_error,
+    DatabaseUnavailable: on_database_unavailable,
     HTTPException: on_http_exception,
     UnicodeError: on_text_decoding_error,
     LookupError: on_text_decoding_error,

@@ -60,8 +60,8 @@ class Readiness:
             return "ok"
         try:
             await off_loop(self.store.maintenance.ping)
-        except Exception as exc:  # the owner is restarting or gone
-            return f"the store owner does not answer ({type(exc).__name__})"
+        except Exception as exc:  # the owner (or PostgreSQL) is restarting or gone
+            return f"the system of record (store owner or database) does not answer ({type(exc).__name__})"
         return "ok"
 
     async def _prefect(self) -> dict[str, str]:

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from api.client_address import parse_networks
-from storage.layout import DataDir, configured_data_dir
+from storage.layout import DataDir, configured_data_dir, configured_database_url
 
 
 def _int(name: str, default: int) -> int:
@@ -71,6 +71,8 @@ class Settings:
     store_host: str = "127.0.0.1"
     store_port: int = STORE_PORT
     store_url: str | None = None  # published in run/owner.json; default http://<store_host>:<store_port>
+    # postgresql://...: PostgreSQL is the system of record, every process connects to it, no store owner runs.
+    database_url: str | None = None
     preference_cache_seconds: float = 5.0
     # Per-key rate limits (docs/api.md); per_minute 0 = off. Per API worker process.
     rate_limit_per_minute: int = 600
@@ -157,14 +159,54 @@ class OptimizeSettings:
     api_keys: tuple[tuple[str, str], ...] = ()     # (provider or "*", key) for those base URLs
     secrets: tuple[str, ...] = ()                  # every provider key in the environment: redacted from errors
     credential_names: frozenset[str] = frozenset()  # names (never values) of the credential variables that are set
+    # Per role (target, origin, judge, reflection): an OpenAI-compatible endpoint and key that win over the
+    # provider's (SWITCHBOARD_OPTIMIZE_<ROLE>_API_BASE / _API_KEY), a call timeout and an output-token cap.
+    role_api_bases: tuple[tuple[str, str], ...] = ()
+    role_api_keys: tuple[tuple[str, str], ...] = ()
+    role_timeouts_s: tuple[tuple[str, float], ...] = ()
+    role_max_tokens: tuple[tuple[str, int], ...] = ()
 
-    def api_base(self, provider: str) -> str | None:
+    def api_base(self, provider: str, role: str | None = None) -> str | None:
         found = dict(self.api_bases)
-        return found.get(provider) or found.get("*")
+        own = dict(self.role_api_bases).get(role or "")
+        return own or found.get(provider_key(provider)) or found.get("*")
 
-    def api_key(self, provider: str) -> str | None:
+    def api_key(self, provider: str, role: str | None = None) -> str | None:
+        if role and dict(self.role_api_bases).get(role):  # the role's own endpoint takes only the role's own key
+            return dict(self.role_api_keys).get(role)
         found = dict(self.api_keys)
-        return found.get(provider) or found.get("*")
+        return found.get(provider_key(provider)) or found.get("*")
+
+    def timeout_s(self, role: str) -> float:
+        return dict(self.role_timeouts_s).get(role, self.llm_timeout_s)
+
+    def max_tokens(self, role: str) -> int:
+        return dict(self.role_max_tokens).get(role, ROLE_MAX_TOKENS.get(role, 1024))
+
+
+OPTIMIZE_ROLES = ("target", "origin", "judge", "reflection")
+ROLE_MAX_TOKENS = {"target": 1024, "origin": 1024, "judge": 256, "reflection": 2048}
+ROLE_TIMEOUT_S = {"reflection": 600.0}  # 2,048 tokens at 4 tokens/s; the other roles: SWITCHBOARD_LLM_TIMEOUT_S
+
+
+def provider_key(provider: str) -> str:
+    """How a provider's name appears in SWITCHBOARD_<PROVIDER>_API_BASE: lower case, '-' and '.' as '_'."""
+    return provider.lower().replace("-", "_").replace(".", "_")
+
+
+def _per_role() -> dict[str, tuple[tuple[str, object], ...]]:
+    """SWITCHBOARD_OPTIMIZE_<ROLE>_{API_BASE,API_KEY,TIMEOUT_S,MAX_TOKENS}, with the documented defaults."""
+    out: dict[str, list[tuple[str, object]]] = {"bases": [], "keys": [], "timeouts": [], "tokens": []}
+    llm_timeout = _float("SWITCHBOARD_LLM_TIMEOUT_S", 120.0)
+    for role in OPTIMIZE_ROLES:
+        prefix = f"SWITCHBOARD_OPTIMIZE_{role.upper()}_"
+        if os.environ.get(prefix + "API_BASE"):
+            out["bases"].append((role, os.environ[prefix + "API_BASE"]))
+        if os.environ.get(prefix + "API_KEY"):
+            out["keys"].append((role, os.environ[prefix + "API_KEY"]))
+        out["timeouts"].append((role, _float(prefix + "TIMEOUT_S", ROLE_TIMEOUT_S.get(role, llm_timeout))))
+        out["tokens"].append((role, max(1, _int(prefix + "MAX_TOKENS", ROLE_MAX_TOKENS[role]))))
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _per_provider(suffix: str) -> tuple[tuple[str, str], ...]:
@@ -195,6 +237,7 @@ def _credential_names() -> frozenset[str]:
 
 
 def _optimize_settings() -> OptimizeSettings:
+    roles = _per_role()
     return OptimizeSettings(
         max_cost_usd=_float("SWITCHBOARD_OPTIMIZE_MAX_COST_USD", 5.0),
         parallel_targets=max(1, _int("SWITCHBOARD_OPTIMIZE_PARALLEL_TARGETS", 3)),
@@ -207,6 +250,8 @@ def _optimize_settings() -> OptimizeSettings:
         llm_timeout_s=_float("SWITCHBOARD_LLM_TIMEOUT_S", 120.0),
         api_bases=_per_provider("API_BASE"),
         api_keys=_per_provider("API_KEY"),
+        role_api_bases=roles["bases"], role_api_keys=roles["keys"],  # type: ignore[arg-type]
+        role_timeouts_s=roles["timeouts"], role_max_tokens=roles["tokens"],  # type: ignore[arg-type]
         secrets=_secret_values(),
         credential_names=_credential_names(),
     )
@@ -239,6 +284,7 @@ def get_settings() -> Settings:
         store_host=os.environ.get("SWITCHBOARD_STORE_HOST", "127.0.0.1"),
         store_port=_int("SWITCHBOARD_STORE_PORT", STORE_PORT),
         store_url=os.environ.get("SWITCHBOARD_STORE_URL") or None,
+        database_url=configured_database_url(),
         preference_cache_seconds=_float("SWITCHBOARD_PREFERENCE_CACHE_SECONDS", 5.0),
         rate_limit_per_minute=max(0, _int("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600)),
         rate_limit_burst=max(1, _int("SWITCHBOARD_RATE_LIMIT_BURST", 60)),

@@ -39,7 +39,6 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the flow sets it (flows/train_custom_router.py)
@@ -48,13 +47,12 @@ import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from api.catalogue import load_catalogue  # noqa: E402
-from api.custom_router.encoders import ENGLISH, LEXICON, EnglishEncoder, LexiconEncoder  # noqa: E402
 from api.custom_router.floor import assign, clip_quality  # noqa: E402
-from api.custom_router.model import FORMAT, load_custom_router  # noqa: E402
+from api.custom_router.model import load_custom_router  # noqa: E402
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR  # noqa: E402
 from api.routing.features import Featurizer  # noqa: E402
 from api.settings import get_settings  # noqa: E402
-from flows.custom_router import calibration, floor, teacher, training  # noqa: E402
+from flows.custom_router import calibration, floor, pipeline  # noqa: E402
 from flows.default_router.data import fold_of  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -136,40 +134,16 @@ def load_routerdc() -> Pool:
 
 
 def train(prompts: list[str], y: np.ndarray, prices: np.ndarray, folder: Path, log=lambda *_: None):
-    """The flow's steps (flows/train_custom_router.py) without Prefect; returns the served router."""
-    featurizer = Featurizer.load(DEFAULT_ARTEFACT_DIR)
-    distilled = teacher.distil_lexicon(prompts, get_settings().custom_router_e5_max_chars, log=log)
-    lexicon = distilled.lexicon if distilled else None
-    encoder = EnglishEncoder(featurizer) if lexicon is None else LexiconEncoder(featurizer, lexicon)
-    x = encoder.vectors(prompts).astype(np.float32)
-    if distilled is not None:
-        x[distilled.rows] = encoder.with_lexicon_vectors(x[distilled.rows], distilled.held_out)
-    emb = x[:, encoder.knn_columns]
-    cfg = replace(training.config_for(len(prompts)), l2_c=encoder.linear_c)
-    folds = training.fold_ids(prompts, cfg.folds)
-    folder.mkdir(parents=True, exist_ok=True)
-    lin_oof, linear = training.linear_oof(x, y, folds, cfg)
-    xgb = training.xgb_oof(x, y, folds, cfg, folder / "xgb", log=log)
-    knn = training.knn_oof(emb, y, folds, cfg)
-    cost = calibration.request_costs(np.array([len(p) for p in prompts]), prices[:, 0], prices[:, 1])
-    stacker, stacked = training.fit_stacker([lin_oof, xgb, knn], y)
-    chosen, report, _ = floor.fit_floor(stacked, y, emb, folds, log=log)
+    """The flow's steps (flows/custom_router/pipeline.py) without Prefect; returns the served router, the floor's
+    report and the schedule of the same router without its floor (the stacker's predictions: "before")."""
     models = [{"key": f"pool/m{m}", "input_price": float(prices[m, 0]), "output_price": float(prices[m, 1])}
               for m in range(y.shape[1])]
-    spec = {"format": FORMAT, "job_id": folder.name, "preference_id": "bench", "language": "english",
-            "encoder": ENGLISH if lexicon is None else LEXICON, "feature_version": encoder.version, "models": models,
-            "schedule": calibration.calibrate_schedule(chosen.predict(stacked, emb), cost), "stacker": stacker,
-            "floor": chosen.spec(), "knn": {"k": cfg.knn_k, "temperature": cfg.knn_temperature},
-            "xgb": {"folds": cfg.folds, "rounds": cfg.xgb_rounds, "depth": cfg.xgb_depth, "eta": cfg.xgb_eta}}
-    if lexicon is not None:
-        lexicon.save(folder)
-    np.save(folder / "linear.npy", linear.astype(np.float32))
-    np.save(folder / "knn_embeddings.npy", emb.astype(np.float16))
-    np.save(folder / "knn_targets.npy", y.astype(np.float32))
-    (folder / "router.json").write_text(json.dumps(spec), encoding="utf-8")
-    router = load_custom_router(folder, featurizer)
-    before_schedule = calibration.calibrate_schedule(stacked, cost)
-    return router, report, before_schedule
+    folder.mkdir(parents=True, exist_ok=True)
+    trained = pipeline.fit(prompts, y, models, folder, get_settings().custom_router_e5_max_chars, log=log)
+    spec = pipeline.router_spec(trained, models, job_id=folder.name, preference_id="bench", language="english")
+    pipeline.write_artefact(folder, spec, trained, y)
+    router = load_custom_router(folder, Featurizer.load(DEFAULT_ARTEFACT_DIR))
+    return router, trained.floor_report, calibration.calibrate_schedule(trained.stacked, trained.cost)
 
 
 def predict(router, prompts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

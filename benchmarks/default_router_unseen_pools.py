@@ -1,7 +1,7 @@
 """The default router on pools of models it never trained on, named as custom models with list prices, through HTTP.
 
     .venv/bin/python -m benchmarks.default_router_unseen_pools [--prompts 200] [--sources mmlu_pro,crux,math_l5]
-        [--router-dir DIR]
+        [--router-dir DIR] [--keep-math] [--keep-own-figures] [--offline [--uncertainty-z Z]]
 
 Pools: the per-question 0/1 results in ../shared/data (MMLU-Pro's non-MMLU questions, 29 models; ZeroEval CRUX, 51;
 ZeroEval MATH level 5, 41; data cards there). The shipped router trained on GPT-4-1106 / Mixtral-8x7B (RouteLLM) and
@@ -12,14 +12,18 @@ its result. Rows: the questions every model of the source answered, a fixed spre
 Each pool goes to modelSelect as custom models (provider 'huggingface', the model named as in the data) priced by
 price_of below, every prompt at cost_quality_tradeoff 0..10 under one preference per pool. The figures the router
 may use leave out the pool's own benchmark: scoring MMLU-Pro pools, every MMLU-Pro row of the figures file is
-dropped (CRUX and MATH-L5 likewise), as benchmarks/default_router_unseen.py masks a left-out benchmark's figures;
-published figures on other benchmarks stay, as they would for any real model.
+dropped (CRUX and MATH-L5 likewise; for MATH-L5 also MATH, whose test set holds its questions, unless --keep-math),
+as benchmarks/default_router_unseen.py masks a left-out benchmark's figures; published figures on other benchmarks
+stay, as they would for any real model.
 
 Cost of a request: prompt tokens (characters / 4) x input price + OUTPUT_TOKENS x output price (the data have no
 answer lengths). Printed per pool: the best single model on the routed prompts, accuracy at t = 0, and the cheapest
 setting within 2 points of the best single model with its cost as a share of always calling that model; then the
-means over pools. --router-dir (SWITCHBOARD_DEFAULT_ROUTER_DIR) serves another router artefact, e.g. one trained
-without the pool's models.
+means over pools, also over the even- and odd-numbered pools of each source (choose a constant on one half, report
+on the other). --offline scores t = 0 only, in process (the served router's predict_quality_batch and the real
+policy; the same choices as through HTTP, where t = 0 does not depend on the dial), fast enough to try constants:
+--uncertainty-z sets api/routing/capability.py's UNCERTAINTY_Z for the run. --router-dir
+(SWITCHBOARD_DEFAULT_ROUTER_DIR) serves another router artefact, e.g. one trained without the pool's models.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ import httpx
 import numpy as np
 
 from api.catalogue import load_catalogue
-from api.routing.default_router import DEFAULT_PRIOR_PATH
+from api.routing import capability, policy
+from api.routing.default_router import DEFAULT_PRIOR_PATH, load_default_router
+from api.routing.router import Candidate
 from benchmarks.default_router_quality_http import new_preference
 from benchmarks.default_router_unseen import sample
 from tests.support.service import running_api
@@ -50,6 +56,9 @@ WITHIN_POINTS = 2.0
 # source -> (per-question file, the figures' benchmark name measured on it)
 SOURCES = {"mmlu_pro": ("mmlu_pro/mmlu_pro_nonmmlu.csv", "MMLU-Pro"), "crux": ("zeroeval/crux.csv", "CRUX"),
            "math_l5": ("zeroeval/math_l5.csv", "MATH-L5")}
+# Figures measured on the same questions under another name: MATH (MATH-500 for the newer models) holds the level-5
+# questions MATH-L5 routes, so scoring MATH-L5 pools drops it too unless --keep-math.
+SAME_ITEMS = {"MATH-L5": ("MATH",)}
 NOT_MODELS = {"question_id", "category", "src", "prompt", "answer", "revised", "id"}
 
 # Prices, USD per million tokens (input, output). 1. the catalogue's entry (LiteLLM's price map bundled in
@@ -144,11 +153,11 @@ def pools_of(models: list[str]) -> list[list[str]]:
     return [ordered[k::n] for k in range(n)]
 
 
-def masked_figures(benchmark: str, out: Path, figures: Path = DEFAULT_PRIOR_PATH) -> Path:
-    """A copy of the figures without any row measured on `benchmark`."""
+def masked_figures(benchmarks: tuple[str, ...], out: Path, figures: Path = DEFAULT_PRIOR_PATH) -> Path:
+    """A copy of the figures without any row measured on one of `benchmarks`."""
     with figures.open(newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
-        fields, rows = reader.fieldnames, [r for r in reader if r["benchmark"] != benchmark]
+        fields, rows = reader.fieldnames, [r for r in reader if r["benchmark"] not in benchmarks]
     with out.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
@@ -181,6 +190,17 @@ def route_pool(api, prompts: list[str], pool: list[str]) -> np.ndarray:
     return picks
 
 
+def route_pool_offline(router, vectors: np.ndarray, prompts: list[str], pool: list[str]) -> np.ndarray:
+    """(1, n) index into `pool` of the model chosen at t = 0, in process."""
+    candidates = [Candidate("huggingface", m, *price_of(m), context_length=32768, latency_s=1.0) for m in pool]
+    quality = router.predict_quality_batch(vectors, candidates)
+    prices = np.array([price_of(m) for m in pool])
+    picks = [policy.choose(quality[i], policy.request_cost_usd(prices[:, 0], prices[:, 1], len(p) // 4,
+                                                               OUTPUT_TOKENS), cost_quality_tradeoff=0).index
+             for i, p in enumerate(prompts)]
+    return np.array([picks])
+
+
 def pool_figures(prompts: list[str], pool: list[str], results: np.ndarray, picks: np.ndarray) -> dict:
     """Accuracy and cost share per setting against the pool's best single model on these prompts."""
     prices = np.array([price_of(m) for m in pool])
@@ -189,12 +209,27 @@ def pool_figures(prompts: list[str], pool: list[str], results: np.ndarray, picks
     singles = results.mean(axis=0)
     best = int(singles.argmax())
     rows = np.arange(len(prompts))
-    accuracy = np.array([results[rows, picks[t]].mean() for t in range(11)])
-    share = np.array([cost[rows, picks[t]].sum() / cost[:, best].sum() for t in range(11)])
-    within = [t for t in range(11) if 100 * (accuracy[t] - singles[best]) >= -WITHIN_POINTS]
+    settings = range(len(picks))  # 11, or t = 0 alone offline
+    accuracy = np.array([results[rows, picks[t]].mean() for t in settings])
+    share = np.array([cost[rows, picks[t]].sum() / cost[:, best].sum() for t in settings])
+    within = [t for t in settings if 100 * (accuracy[t] - singles[best]) >= -WITHIN_POINTS]
     cheapest = min(within, key=lambda t: share[t]) if within else None
     return {"best_model": pool[best], "best": float(singles[best]), "accuracy": accuracy, "share": share,
             "cheapest": cheapest, "t0_model_share": np.bincount(picks[0], minlength=len(pool)) / len(prompts)}
+
+
+def report(source: str, k: int, pool: list[str], prompts: list[str], got: dict) -> None:
+    acc, share, c = got["accuracy"], got["share"], got["cheapest"]
+    top = np.argsort(-got["t0_model_share"])[:2]
+    print(f"{source} pool {k} ({len(pool)} models, {len(prompts)} prompts): best single "
+          f"{got['best']:.3f} ({got['best_model']}); t=0 {acc[0]:.3f} "
+          f"({100 * (acc[0] - got['best']):+.1f} pts, cost {share[0]:.0%}; mostly "
+          + ", ".join(f"{pool[j]} {got['t0_model_share'][j]:.0%}" for j in top) + "); "
+          + (f"cheapest within {WITHIN_POINTS:g} pts: t={c} {acc[c]:.3f} at {share[c]:.0%} of its cost"
+             if c is not None else f"never within {WITHIN_POINTS:g} pts"), flush=True)
+    if len(acc) > 1:
+        print("    accuracy t=0..10: " + " ".join(f"{a:.3f}" for a in acc)
+              + " | cost share: " + " ".join(f"{s:.2f}" for s in share), flush=True)
 
 
 def main() -> int:
@@ -206,7 +241,16 @@ def main() -> int:
     parser.add_argument("--keep-own-figures", action="store_true",
                         help="keep the pool's own benchmark figures (a leak: they are the models' accuracy on these "
                              "very rows; shows what name matching finds, not generalisation)")
+    parser.add_argument("--keep-math", action="store_true",
+                        help="keep the MATH figures when scoring MATH-L5 pools (MATH contains their questions)")
+    parser.add_argument("--offline", action="store_true", help="t = 0 only, scored in process")
+    parser.add_argument("--uncertainty-z", type=float, default=None,
+                        help="with --offline: UNCERTAINTY_Z of api/routing/capability.py for this run")
     args = parser.parse_args()
+    if args.uncertainty_z is not None:
+        if not args.offline:
+            parser.error("--uncertainty-z needs --offline (the HTTP server loads its own router)")
+        capability.UNCERTAINTY_Z = args.uncertainty_z
     work = Path(tempfile.mkdtemp(prefix="switchboard-pools-"))
     summary = []
     try:
@@ -215,35 +259,45 @@ def main() -> int:
             idx = sample(len(prompts), args.prompts)
             prompts, results = [prompts[i] for i in idx], results[idx]
             benchmark = SOURCES[source][1]
-            kept = "" if args.keep_own_figures else benchmark
-            env = {"SWITCHBOARD_MODEL_FIGURES": str(masked_figures(kept, work / f"{source}.csv", Path(args.figures)))}
+            dropped = () if args.keep_own_figures else (
+                (benchmark,) + (() if args.keep_math else SAME_ITEMS.get(benchmark, ())))
+            masked = masked_figures(dropped, work / f"{source}.csv", Path(args.figures))
+            if args.offline:
+                router = load_default_router(args.router_dir, masked)
+                vectors = router.featurizer.featurize_batch(prompts)
+                for k, pool in enumerate(pools_of(models)):
+                    cols = [models.index(m) for m in pool]
+                    got = pool_figures(prompts, pool, results[:, cols],
+                                       route_pool_offline(router, vectors, prompts, pool))
+                    summary.append((source, k, got))
+                    report(source, k, pool, prompts, got)
+                continue
+            env = {"SWITCHBOARD_MODEL_FIGURES": str(masked)}
             if args.router_dir:
                 env["SWITCHBOARD_DEFAULT_ROUTER_DIR"] = str(Path(args.router_dir).resolve())
             with running_api(env) as api:
                 for k, pool in enumerate(pools_of(models)):
                     cols = [models.index(m) for m in pool]
                     got = pool_figures(prompts, pool, results[:, cols], route_pool(api, prompts, pool))
-                    summary.append(got)
-                    acc, share, c = got["accuracy"], got["share"], got["cheapest"]
-                    top = np.argsort(-got["t0_model_share"])[:2]
-                    print(f"{source} pool {k} ({len(pool)} models, {len(prompts)} prompts): best single "
-                          f"{got['best']:.3f} ({got['best_model']}); t=0 {acc[0]:.3f} "
-                          f"({100 * (acc[0] - got['best']):+.1f} pts, cost {share[0]:.0%}; mostly "
-                          + ", ".join(f"{pool[j]} {got['t0_model_share'][j]:.0%}" for j in top) + "); "
-                          + (f"cheapest within {WITHIN_POINTS:g} pts: t={c} {acc[c]:.3f} at {share[c]:.0%} of its cost"
-                             if c is not None else f"never within {WITHIN_POINTS:g} pts"), flush=True)
-                    print("    accuracy t=0..10: " + " ".join(f"{a:.3f}" for a in acc)
-                          + " | cost share: " + " ".join(f"{s:.2f}" for s in share), flush=True)
+                    summary.append((source, k, got))
+                    report(source, k, pool, prompts, got)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    t0 = np.array([g["accuracy"][0] for g in summary])
-    best = np.array([g["best"] for g in summary])
-    reached = [g for g in summary if g["cheapest"] is not None]
-    half = sum(1 for g in reached if g["share"][g["cheapest"]] <= 0.5)
-    print(f"{len(summary)} pools: mean accuracy at t=0 {t0.mean():.3f} vs best single {best.mean():.3f} "
-          f"({100 * (t0 - best).mean():+.1f} pts; worst {100 * (t0 - best).min():+.1f}); within {WITHIN_POINTS:g} pts "
-          f"at t=0 in {int(np.sum(100 * (t0 - best) >= -WITHIN_POINTS))}; within {WITHIN_POINTS:g} pts somewhere in "
-          f"{len(reached)}, at <= 50 % of the best model's cost in {half}")
+    for name, part in (("all", summary), ("even-numbered", [x for x in summary if x[1] % 2 == 0]),
+                       ("odd-numbered", [x for x in summary if x[1] % 2 == 1])):
+        got = [g for _, _, g in part]
+        t0 = np.array([g["accuracy"][0] for g in got])
+        best = np.array([g["best"] for g in got])
+        gap = 100 * (t0 - best)
+        line = (f"{name} pools ({len(got)}): mean accuracy at t=0 {t0.mean():.3f} vs best single {best.mean():.3f} "
+                f"({gap.mean():+.2f} pts; worst {gap.min():+.1f}); within {WITHIN_POINTS:g} pts at t=0 in "
+                f"{int(np.sum(gap >= -WITHIN_POINTS))}")
+        if not args.offline:
+            reached = [g for g in got if g["cheapest"] is not None]
+            half = sum(1 for g in reached if g["share"][g["cheapest"]] <= 0.5)
+            line += (f"; within {WITHIN_POINTS:g} pts somewhere in {len(reached)}, at <= 50 % of the best model's "
+                     f"cost in {half}")
+        print(line)
     return 0
 
 

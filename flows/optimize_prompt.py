@@ -3,6 +3,8 @@ evaluate the origin model as the baseline. One flow run per optimization run.
 
 Each model is its own task (`optimize-target`, named after the model, with `pre-optimization-evaluation`,
 `optimize` and `post-optimization-evaluation` task runs inside it), so every target is a branch in the Prefect UI.
+A target's result is never worse than the caller's prompt: the optimized prompt is kept only if it beats the original
+on the test goldens without copying training examples (flows/prompt_opt/never_worse.py).
 Targets run concurrently, at most SWITCHBOARD_OPTIMIZE_PARALLEL_TARGETS at a time; each result (and its usage
 records) is stored as soon as that model ends. A target that fails (no credentials for a model it needs, provider
 errors that outlive the retries, the cost ceiling) ends `failed` with null prompts while the others go on, and its
@@ -30,6 +32,7 @@ from api.prompt_optimization.credentials import ORIGIN as ORIGIN_ROLE
 from api.prompt_optimization.credentials import TARGET
 from api.public_errors import public_reason
 from api.settings import get_settings
+from flows.prompt_opt.never_worse import choose, copied_examples
 from flows.prompt_opt.program import to_program, to_prompt
 from flows.prompt_opt.usage import Ledger
 from flows.prompt_opt.work import RunContext, RunSpec, evaluate, optimize
@@ -41,19 +44,23 @@ TASK_PRE, TASK_OPT, TASK_POST = "pre-optimization evaluation", "optimization", "
 
 
 def _context(run) -> Any:
+    """The run's context: its spec, settings, ledger, and the price of every model it may call: the caller's for a
+    model it described (is_custom), else the catalogue's, else 0 (a judge or reflection model named in the
+    environment that the catalogue does not know)."""
     settings = get_settings().optimize
     spec = RunSpec.from_json(run.request)
     catalogue = load_catalogue()
-    names = {tuple(t) for t in spec.targets} | ({tuple(spec.origin)} if spec.origin else set())
-    names |= {tuple(settings.reflection_model.split("/", 1))}
-    judge = spec.config["llm_judge"] if spec.metric == "custom" else settings.judge_model
-    names |= {tuple(judge.split("/", 1))}
-    prices = {}
-    for provider, model in names:
-        entry = catalogue.get(provider, model)
-        prices[f"{provider}/{model}"] = (entry.input_price, entry.output_price) if entry else (0.0, 0.0)
     ledger = Ledger(run.run_id, run.user_id, run.organization_id, settings.max_cost_usd)
-    return RunContext(spec, settings, ledger, prices)
+    ctx = RunContext(spec, settings, ledger, {})
+    names = {tuple(t) for t in spec.targets} | ({tuple(spec.origin)} if spec.origin else set())
+    names |= {ctx.reflection_model()} | ({ctx.judge_model()} if ctx.judge_model()[0] else set())
+    for provider, model in names:
+        described, entry = (spec.custom or {}).get(f"{provider}/{model}"), catalogue.get(provider, model)
+        if described:
+            ctx.prices[f"{provider}/{model}"] = (described["input_price"], described["output_price"])
+        else:
+            ctx.prices[f"{provider}/{model}"] = (entry.input_price, entry.output_price) if entry else (0.0, 0.0)
+    return ctx
 
 
 def _flush_usage(ctx, position: int) -> tuple[float, int]:
@@ -74,20 +81,34 @@ def _save_program(program, run_id: str, position: int) -> None:
 
 @task(name="pre-optimization-evaluation", task_run_name="pre-optimization-evaluation {provider}/{model}",
       cache_policy=NO_CACHE)
-def pre_evaluation(ctx, provider: str, model: str, position: int) -> tuple[float, dict]:
+def pre_evaluation(ctx, provider: str, model: str, position: int) -> tuple[float, dict, list[float]]:
     program = to_program(ctx.spec.system_prompt, ctx.spec.template, ctx.spec.fields)
     return evaluate(ctx, program, provider, model, ctx.spec.test, TASK_PRE, position)
 
 
 @task(name="optimize", task_run_name="optimize {provider}/{model}", cache_policy=NO_CACHE)
-def optimize_step(ctx, provider: str, model: str, position: int):
+def optimize_step(ctx, provider: str, model: str, position: int) -> tuple[Any, int]:
     return optimize(ctx, provider, model, position)
 
 
 @task(name="post-optimization-evaluation", task_run_name="post-optimization-evaluation {provider}/{model}",
       cache_policy=NO_CACHE)
-def post_evaluation(ctx, program, provider: str, model: str, position: int) -> tuple[float, dict]:
+def post_evaluation(ctx, program, provider: str, model: str, position: int) -> tuple[float, dict, list[float]]:
     return evaluate(ctx, program, provider, model, ctx.spec.test, TASK_POST, position)
+
+
+def _never_worse(ctx, program, before: tuple, after: tuple, refused: int, log) -> tuple[Any, float, dict]:
+    """The result's prompt, score and post evals: the optimized program only if it beats the caller's prompt on the
+    test goldens and copies no training example (flows/prompt_opt/never_worse.py), else the caller's own."""
+    spec = ctx.spec
+    instructions, _, _ = to_prompt(program)
+    copied = copied_examples(instructions, spec.system_prompt, spec.train)
+    choice = choose(before[2], after[2], copied, refused)
+    if choice.keep_optimized:
+        return program, after[0], {**after[1], "never_worse": choice.report}
+    log.info("keeping the original prompt: %s", choice.reason)
+    original = to_program(spec.system_prompt, spec.template, spec.fields)
+    return original, before[0], {**before[1], "never_worse": choice.report, "optimized_candidate": after[1]}
 
 
 @task(name="optimize-target", task_run_name="optimize-target {provider}/{model}", cache_policy=NO_CACHE)
@@ -98,11 +119,13 @@ def optimize_target(ctx, run_id: str, provider: str, model: str, position: int, 
         pre_score = pre_evals = None
         try:
             ctx.check_reachable(provider, model, TARGET)
-            pre_score, pre_evals = pre_evaluation(ctx, provider, model, position)
+            pre_score, pre_evals, pre_scores = pre_evaluation(ctx, provider, model, position)
             store.optimizations.record_model_result(run_id, ModelResult(position, provider, model, "processing", pre_score,
                                                           json.dumps(pre_evals)))
-            program = optimize_step(ctx, provider, model, position)
-            post_score, post_evals = post_evaluation(ctx, program, provider, model, position)
+            program, refused = optimize_step(ctx, provider, model, position)
+            post_score, post_evals, post_scores = post_evaluation(ctx, program, provider, model, position)
+            program, post_score, post_evals = _never_worse(ctx, program, (pre_score, pre_evals, pre_scores),
+                                                           (post_score, post_evals, post_scores), refused, log)
             system_prompt, template, _ = to_prompt(program)
             _save_program(program, run_id, position)
         except Exception as exc:  # this target fails; the others go on
@@ -133,7 +156,7 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str | Stat
     try:
         ctx.check_reachable(provider, model, ORIGIN_ROLE)
         program = to_program(spec.system_prompt, spec.template, spec.fields)
-        score, evals = evaluate(ctx, program, provider, model, spec.test, TASK_PRE, ORIGIN)
+        score, evals, _ = evaluate(ctx, program, provider, model, spec.test, TASK_PRE, ORIGIN)
     except Exception as exc:
         cost, calls = _flush_usage(ctx, ORIGIN)
         reason = ctx.ledger.reason() if ctx.ledger.exceeded else public_reason(exc, f"{provider}/{model}",
@@ -150,9 +173,12 @@ def origin_evaluation(ctx, run_id: str, provider: str, model: str) -> str | Stat
 @task(name="publish-scores", cache_policy=NO_CACHE)
 def publish_scores(run) -> None:
     """Before/after scores of every model as a Prefect table artifact, beside the run in the UI."""
+    def returned(r) -> str | None:  # which prompt the target's result holds (flows/prompt_opt/never_worse.py)
+        return json.loads(r.post_evals).get("never_worse", {}).get("returned") if r.post_evals else None
+
     rows = [{"model": f"{r.provider}/{r.model}", "role": "origin" if r.position == ORIGIN else "target",
-             "status": r.result_status, "before": r.pre_score, "after": r.post_score, "USD": r.cost,
-             "LLM calls": r.num_requests} for r in run.results]
+             "status": r.result_status, "before": r.pre_score, "after": r.post_score, "prompt returned": returned(r),
+             "USD": r.cost, "LLM calls": r.num_requests} for r in run.results]
     create_table_artifact(table=rows, key="prompt-optimization-scores",
                           description=f"Run {run.run_id} ({run.status}): each model's score on the test goldens "
                                       "before and after optimization; the origin model's score is the baseline")

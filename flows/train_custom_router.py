@@ -24,10 +24,9 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import json  # noqa: E402
-import resource
+import resource  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
-from dataclasses import replace  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -37,17 +36,11 @@ from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.states import Cancelled  # noqa: E402
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_limits  # noqa: E402
 
-from api.custom_router.encoders import ENGLISH, LEXICON, EnglishEncoder, LexiconEncoder
-from api.custom_router.floor import Floor
-from api.custom_router.lexicon import Lexicon
-from api.custom_router.model import FORMAT  # noqa: E402
-from api.public_errors import public_reason
-from api.routing.default_router import DEFAULT_ARTEFACT_DIR
-from api.routing.features import Featurizer
-from api.settings import get_settings
-from flows.custom_router import calibration, floor, teacher, training  # noqa: E402
+from api.public_errors import public_reason  # noqa: E402
+from api.settings import get_settings  # noqa: E402
+from flows.custom_router import calibration, pipeline, training  # noqa: E402
 from flows.storage_access import connect  # noqa: E402
 
 
@@ -71,73 +64,6 @@ def load_dataset(dataset_path: str, models: list[dict], maximize: bool) -> tuple
     quality, scale = training.normalise_scores(scores, maximize)
     get_run_logger().info("%d prompts x %d models; scores %s", frame.height, len(models), scale)
     return frame["prompt"].to_list(), quality, scale
-
-
-@task(name="distil-lexicon", cache_policy=NO_CACHE)
-def distil_lexicon(prompts: list[str], budget_chars: int) -> teacher.Distilled | None:
-    logger = get_run_logger()
-    started = time.perf_counter()
-    distilled = teacher.distil_lexicon(prompts, budget_chars, log=logger.info)
-    if distilled is None:
-        logger.info("no e5 teacher (budget %d characters): the router reads the static embedding alone", budget_chars)
-    else:
-        logger.info("lexicon of %s tokens x %d distilled from e5 on %d prompts in %.1f s",
-                    f"{len(distilled.lexicon.tokens):,}", distilled.lexicon.dim, len(distilled.rows),
-                    time.perf_counter() - started)
-    return distilled
-
-
-@task(name="embed-prompts", cache_policy=NO_CACHE)
-def embed_prompts(prompts: list[str], encoder: EnglishEncoder | LexiconEncoder, distilled: teacher.Distilled | None,
-                  batch: int = 1000) -> np.ndarray:
-    logger = get_run_logger()
-    started, parts = time.perf_counter(), []
-    for i in range(0, len(prompts), batch):
-        parts.append(encoder.vectors(prompts[i:i + batch]))
-        logger.info("embedded %d/%d prompts (%s)", min(i + batch, len(prompts)), len(prompts), encoder.version)
-    x = np.concatenate(parts).astype(np.float32)
-    if distilled is not None:  # the teacher's prompts as serving will see prompts: cross-fitted
-        x[distilled.rows] = encoder.with_lexicon_vectors(x[distilled.rows], distilled.held_out)
-    logger.info("embedding took %.1f s", time.perf_counter() - started)
-    return x
-
-
-def _encoder(lexicon: Lexicon | None) -> EnglishEncoder | LexiconEncoder:
-    featurizer = Featurizer.load(DEFAULT_ARTEFACT_DIR)
-    return EnglishEncoder(featurizer) if lexicon is None else LexiconEncoder(featurizer, lexicon)
-
-
-@task(name="fit-linear-heads", cache_policy=NO_CACHE)
-def fit_linear(x: np.ndarray, y: np.ndarray, folds: np.ndarray,
-               cfg: training.TrainConfig) -> tuple[np.ndarray, np.ndarray]:
-    return training.linear_oof(x, y, folds, cfg)
-
-
-@task(name="fit-xgboost", cache_policy=NO_CACHE)
-def fit_xgboost(x: np.ndarray, y: np.ndarray, folds: np.ndarray, out_dir: str,
-                cfg: training.TrainConfig) -> np.ndarray:
-    logger = get_run_logger()
-    return training.xgb_oof(x, y, folds, cfg, Path(out_dir) / "xgb", log=logger.info)
-
-
-@task(name="fit-knn", cache_policy=NO_CACHE)
-def fit_knn(emb: np.ndarray, y: np.ndarray, folds: np.ndarray, cfg: training.TrainConfig) -> np.ndarray:
-    return training.knn_oof(emb, y, folds, cfg)
-
-
-@task(name="calibrate", cache_policy=NO_CACHE)
-def calibrate(bases: list[np.ndarray], y: np.ndarray, cost: np.ndarray, emb: np.ndarray,
-              folds: np.ndarray) -> tuple[dict, Floor, np.ndarray, list, dict]:
-    """Stacker, then the floor (flows/custom_router/floor.py), then the schedule on the floor's predictions.
-    Returns (stacker spec, the floor served, nested cross-validated predictions, schedule, floor report)."""
-    logger = get_run_logger()
-    stacker, stacked = training.fit_stacker(bases, y)
-    logger.info("blend (linear, xgboost, knn) = %s; out-of-fold routing gain by blend: %s", stacker["blend"],
-                stacker["routing_gain"])
-    chosen, floor_report, nested = floor.fit_floor(stacked, y, emb, folds, log=logger.info)
-    schedule = calibration.calibrate_schedule(chosen.predict(stacked, emb), cost)
-    logger.info("trade-off schedule (t = 0..9): %s", schedule)
-    return stacker, chosen, nested, schedule, floor_report
 
 
 @task(name="evaluate-held-out-folds", cache_policy=NO_CACHE)
@@ -173,15 +99,10 @@ def evaluate(predicted: np.ndarray, y: np.ndarray, cost: np.ndarray, schedule: l
 
 
 @task(name="publish-router", retries=2, retry_delay_seconds=3, cache_policy=NO_CACHE)
-def publish(job_id: str, staging: str, final: str, spec: dict, linear: np.ndarray, emb: np.ndarray,
-            y: np.ndarray, report: dict, lexicon: Lexicon | None) -> str | None:
+def publish(job_id: str, staging: str, final: str, spec: dict, trained: pipeline.Trained, y: np.ndarray,
+            report: dict) -> str | None:
     stage, target = Path(staging), Path(final)
-    if lexicon is not None:
-        lexicon.save(stage)
-    np.save(stage / "linear.npy", linear.astype(np.float32))
-    np.save(stage / "knn_embeddings.npy", emb.astype(np.float16))
-    np.save(stage / "knn_targets.npy", y.astype(np.float32))
-    (stage / "router.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+    pipeline.write_artefact(stage, spec, trained, y)
     (stage / "evaluation.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     if not target.exists():
         stage.rename(target)  # the folder appears complete or not at all; it is never changed afterwards
@@ -220,46 +141,28 @@ def train_custom_router(job_id: str, preference_id: str, dataset_path: str, lang
         _check_open(store, job_id)
         store.jobs.update(job_id, status="processing", only_if_open=True)
         prompts, y, scale = load_dataset(dataset_path, models, maximize)
-
         logger.info("%s prompts of %s characters in all (language %s)", f"{len(prompts):,}",
                     f"{sum(len(p) for p in prompts):,}", language)
-        settings = get_settings()
-        distilled = distil_lexicon(prompts, settings.custom_router_e5_max_chars)
-        lexicon = distilled.lexicon if distilled else None
-        _check_open(store, job_id)
-        encoder = _encoder(lexicon)
-        x = embed_prompts(prompts, encoder, distilled)
-        encoder_name = ENGLISH if lexicon is None else LEXICON
-        emb = x[:, encoder.knn_columns]
-        cfg = replace(training.config_for(len(prompts)), l2_c=encoder.linear_c)
-        folds = training.fold_ids(prompts, cfg.folds)
-        _check_open(store, job_id)
-        lin_oof, linear = fit_linear(x, y, folds, cfg)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        xgb_oof = fit_xgboost(x, y, folds, str(staging), cfg)
-        knn = fit_knn(emb, y, folds, cfg)
+
+        def run_step(name, fn, *args):  # each step a Prefect task of its own name, after checking the job
+            _check_open(store, job_id)
+            return task(name=name, cache_policy=NO_CACHE)(fn)(*args)
+
+        trained = pipeline.fit(prompts, y, models, staging, get_settings().custom_router_e5_max_chars,
+                               run_step=run_step, log=logger.info)
         _check_open(store, job_id)
-        cost = calibration.request_costs(np.array([len(p) for p in prompts]),
-                                         np.array([m["input_price"] for m in models], float),
-                                         np.array([m["output_price"] for m in models], float))
-        stacker, chosen_floor, predicted, schedule, floor_report = calibrate([lin_oof, xgb_oof, knn], y, cost, emb,
-                                                                             folds)
-        keys = [m["key"] for m in models]
-        report = evaluate(predicted, y, cost, schedule, keys, {"linear": lin_oof, "xgboost": xgb_oof, "knn": knn},
-                          floor_report)
+        report = evaluate(trained.predicted, y, trained.cost, trained.schedule, [m["key"] for m in models],
+                          trained.bases, trained.floor_report)
         report["scale"] = scale
-        spec = {"format": FORMAT, "job_id": job_id, "preference_id": preference_id, "language": language,
-                "encoder": encoder_name, "feature_version": encoder.version, "models": models, "schedule": schedule,
-                "stacker": stacker, "floor": chosen_floor.spec(),
-                "knn": {"k": cfg.knn_k, "temperature": cfg.knn_temperature},
-                "xgb": {"folds": cfg.folds, "rounds": cfg.xgb_rounds, "depth": cfg.xgb_depth, "eta": cfg.xgb_eta},
-                "score_scale": scale, "rows": len(prompts),
-                "trained_at": datetime.now(timezone.utc).isoformat(), "summary": report["summary"]}
+        spec = pipeline.router_spec(trained, models, job_id=job_id, preference_id=preference_id, language=language,
+                                    score_scale=scale, rows=len(prompts),
+                                    trained_at=datetime.now(timezone.utc).isoformat(), summary=report["summary"])
         _check_open(store, job_id)
         report["peak_rss_mb"] = _peak_rss_mb()
         report["training_seconds"] = round(time.perf_counter() - started, 2)
-        router_id = publish(job_id, str(staging), str(root / job_id), spec, linear, emb, y, report, lexicon)
+        router_id = publish(job_id, str(staging), str(root / job_id), spec, trained, y, report)
         if router_id is None:
             raise Superseded(f"job {job_id} was superseded while publishing")
         record_run(preference_id, router_id, report, time.perf_counter() - started)

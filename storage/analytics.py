@@ -17,16 +17,22 @@ import shutil
 import time
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from storage import events, migrate
+from storage.database import DuckDbConnection
 from storage.errors import StoreError
 from storage.event_schemas import BY_TABLE
-from storage.layout import DataDir, configured_data_dir
+from storage.layout import DataDir, configured_data_dir, configured_database_url
 from storage.owner import live_owner
-from storage.repositories.maintenance import CATALOGUE_TABLES, sql_literal
+from storage.repositories.maintenance import CATALOGUE_TABLES
+from storage.sql import sql_literal
 from storage.rpc import RemoteStore
+
+if TYPE_CHECKING:
+    from storage.postgres_store import PostgresStore
 
 EVENT_TABLES = tuple(BY_TABLE)  # sessions, feedback, llm_usage, gateway_calls
 LOCK_RETRIES = 10
@@ -65,21 +71,27 @@ def _load_catalogue(conn: duckdb.DuckDBPyConnection, db_path: Path, run_dir: Pat
     """Create store.<table> with the migrations' exact schema, then fill it from the owner or the file."""
     conn.execute("ATTACH ':memory:' AS store")
     conn.execute("USE store")
-    migrate.apply(conn)
+    migrate.apply(DuckDbConnection(conn, db_path.parent))
     conn.execute("USE memory")
+    database_url = configured_database_url()
+    if database_url:  # PostgreSQL is the system of record: this process writes the snapshot itself
+        # lazy: psycopg loads only where PostgreSQL is configured
+        from storage.postgres_store import PostgresStore
+
+        _copy_snapshot(conn, PostgresStore(database_url, db_path.parent))
+        return
     info = live_owner(run_dir)
     if info is not None:
-        _copy_from_owner(conn, info.url, info.token)
+        _copy_snapshot(conn, RemoteStore(info.url, info.token))
     elif db_path.exists():
         _copy_from_file(conn, db_path)
 
 
-def _copy_from_owner(conn: duckdb.DuckDBPyConnection, url: str, token: str) -> None:
-    remote = RemoteStore(url, token)
+def _copy_snapshot(conn: duckdb.DuckDBPyConnection, store: RemoteStore | PostgresStore) -> None:
     try:
-        folder = Path(remote.maintenance.export_analytics_snapshot())
+        folder = Path(store.maintenance.export_analytics_snapshot())
     finally:
-        remote.close()
+        store.close()
     try:
         for table in CATALOGUE_TABLES:
             conn.execute(f"INSERT INTO store.{table} BY NAME SELECT * FROM read_parquet("

@@ -56,13 +56,22 @@ SELECT u.id, to_timestamp(u."timestamp") AS created_at, u.day, u.user_id, u.orga
        u.input_tokens, u.output_tokens, u.input_cost, u.output_cost, u.total_cost, u.latency_s
 FROM events_llm_usage u LEFT JOIN store.jobs j ON j.job_id = u.adaptation_run_id
 ;
--- Usage and cost per day, organization, user, run, model and task type.
+-- Usage and cost per day, organization, user, run, model, task type and role (target, origin, judge, reflection).
 CREATE VIEW llm_cost AS
-SELECT day, organization_id, user_id, run_id, run_kind, provider, model, task_type,
+SELECT day, organization_id, user_id, run_id, run_kind, provider, model, task_type, role,
        count(*) AS calls, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-       sum(total_cost) AS cost_usd
+       sum(total_cost) AS cost_usd, sum(latency_s) AS latency_s
 FROM llm_usage
 GROUP BY ALL
+;
+-- A run's spend broken down by role and task type, with each part's share of the run's total and its latency.
+CREATE VIEW run_spend_by_role AS
+SELECT run_id, run_kind, role, task_type, count(*) AS calls, sum(input_tokens) AS input_tokens,
+       sum(output_tokens) AS output_tokens, sum(total_cost) AS cost_usd,
+       sum(total_cost) / nullif(sum(sum(total_cost)) OVER (PARTITION BY run_id), 0) AS share_of_run_cost,
+       sum(latency_s) AS latency_s, avg(latency_s) AS mean_latency_s, max(latency_s) AS max_latency_s
+FROM llm_usage
+GROUP BY run_id, run_kind, role, task_type
 ;
 -- Every job (router training, prompt optimization) with its Prefect flow run id.
 CREATE VIEW jobs AS
@@ -108,6 +117,8 @@ CREATE VIEW optimization_results AS
 SELECT o.run_id, r.user_id, r.organization_id, r.evaluation_metric, o.position,
        CASE WHEN o.position < 0 THEN 'origin' ELSE 'target' END AS role,
        o.provider, o.model, o.result_status, o.pre_score, o.post_score, o.post_score - o.pre_score AS improvement,
+       o.post_evals ->> '$.never_worse.returned' AS prompt_returned,
+       CAST(o.post_evals ->> '$.never_worse.difference' AS DOUBLE) AS optimized_minus_original,
        origin.pre_score AS origin_score, o.cost AS cost_usd, o.num_requests AS llm_calls, o.error,
        o.system_prompt, o.user_message_template, o.updated_at
 FROM store.optimization_results o

@@ -1,8 +1,8 @@
 """What lives where under the data dir, and which data dir is configured.
 
-The data dir is the one setting storage reads for itself (SWITCHBOARD_DATA_DIR), so an analyst's notebook can call
-storage.analytics.connect() with no arguments; everything else configurable is read by api/settings.py, which
-takes its data dir from here too.
+The data dir and the system of record's engine are the settings storage reads for itself (SWITCHBOARD_DATA_DIR,
+SWITCHBOARD_DATABASE_URL), so an analyst's notebook can call storage.analytics.connect() with no arguments;
+everything else configurable is read by api/settings.py, which takes these two from here too.
 """
 
 from __future__ import annotations
@@ -16,6 +16,12 @@ DEFAULT_DATA_DIR = "./data"
 
 def configured_data_dir() -> Path:
     return Path(os.environ.get("SWITCHBOARD_DATA_DIR", DEFAULT_DATA_DIR)).expanduser().resolve()
+
+
+def configured_database_url() -> str | None:
+    """A postgresql:// URL: PostgreSQL is the system of record and no store owner runs (docs/deployment.md).
+    Unset: the embedded DuckDB file under the data dir."""
+    return os.environ.get("SWITCHBOARD_DATABASE_URL") or None
 
 
 @dataclass(frozen=True)

@@ -72,10 +72,16 @@ def live_owner(run_dir: Path) -> OwnerInfo | None:
     return info if ok else None
 
 
-def open_store(db_path: Path, run_dir: Path, wait_for_owner_s: float = 0.0) -> Store:
-    """A RemoteStore to the live owner, else the file itself. With `wait_for_owner_s`, an owner file left by an
-    owner that no longer answers (crashed, restarting) is waited on that long before the file is opened: a flow run
-    that opened it would lock the restarted owner out."""
+def open_store(db_path: Path, run_dir: Path, wait_for_owner_s: float = 0.0, database_url: str | None = None) -> Store:
+    """With a `database_url`, PostgreSQL, which every process opens for itself. Otherwise a RemoteStore to the
+    live owner, else the file itself. With `wait_for_owner_s`, an owner file left by an owner that no longer answers
+    (crashed, restarting) is waited on that long before the file is opened: a flow run that opened it would lock
+    the restarted owner out."""
+    if database_url:
+        # lazy: psycopg loads only where PostgreSQL is the system of record
+        from storage.postgres_store import PostgresStore
+
+        return PostgresStore(database_url, db_path.parent)
     info = live_owner(run_dir)
     deadline = time.monotonic() + wait_for_owner_s
     while info is None and owner_file(run_dir).exists() and time.monotonic() < deadline:

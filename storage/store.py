@@ -1,7 +1,8 @@
-"""The system of record in the process that owns the DuckDB file: every domain's repository over one connection.
+"""The system of record over a SQL engine: every domain's repository over one SqlDatabase (storage/sql.py).
 
-Other processes reach the same interface (storage/interfaces.py) through the owner's RPC (storage/rpc.py);
-storage/owner.py decides which of the two a process gets.
+Two shapes: LocalStore, in the process that owns the DuckDB file (others reach it through the owner's RPC,
+storage/rpc.py), and PostgresStore, which every process opens for itself (storage/postgres.py).
+storage/owner.py decides which a process gets.
 """
 
 from __future__ import annotations
@@ -17,26 +18,37 @@ from storage.repositories.maintenance import MaintenanceRepository
 from storage.repositories.optimizations import OptimizationRepository
 from storage.repositories.preferences import PreferenceRepository
 from storage.repositories.routers import RouterRepository
+from storage.sql import SqlDatabase
 
 
-class LocalStore:
-    """Thread-safe: the repositories share one connection and one lock (storage/database.py)."""
+class SqlStore:
+    """Thread-safe: the engine gives each thread its own transaction (storage/sql.py)."""
 
-    owns_file = True
+    owns_file = False
 
-    def __init__(self, db_path: Path) -> None:
-        self.database = Database(db_path)  # migrates; refuses clearly if another process holds the file
-        self.accounts = AccountRepository(self.database)
-        self.preferences = PreferenceRepository(self.database)
-        self.jobs = JobRepository(self.database)
-        self.routers = RouterRepository(self.database)
-        self.optimizations = OptimizationRepository(self.database)
-        self.learning = LearningRepository(self.database)
-        self.maintenance = MaintenanceRepository(self.database)
+    def __init__(self, database: SqlDatabase) -> None:
+        self.database = database
+        self.accounts = AccountRepository(database)
+        self.preferences = PreferenceRepository(database)
+        self.jobs = JobRepository(database)
+        self.routers = RouterRepository(database)
+        self.optimizations = OptimizationRepository(database)
+        self.learning = LearningRepository(database)
+        self.maintenance = MaintenanceRepository(database)
 
     def subscribe(self, listener: Callable[[str], None], resync: Callable[[], object] | None = None) -> None:
-        # This process sees every change as it commits, so it never needs `resync` (the RPC client does).
         self.database.subscribe(listener)
 
     def close(self) -> None:
         self.database.close()
+
+
+class LocalStore(SqlStore):
+    owns_file = True
+
+    def __init__(self, db_path: Path) -> None:
+        super().__init__(Database(db_path))  # migrates; refuses clearly if another process holds the file
+
+    def subscribe(self, listener: Callable[[str], None], resync: Callable[[], object] | None = None) -> None:
+        # This process sees every change as it commits, so it never needs `resync` (the RPC client does).
+        self.database.subscribe(listener)

@@ -19,7 +19,7 @@ from storage.records import TIERS
 def _store() -> Store:
     settings = get_settings()
     check_data_dir(settings.data_dir)
-    return open_store(settings.db_path, settings.run_dir)
+    return open_store(settings.db_path, settings.run_dir, database_url=settings.database_url)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -31,6 +31,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_store(args: argparse.Namespace) -> int:
     """The store owner alone (production shape): replaces this process with granian, so signals reach it."""
     settings = get_settings()
+    if settings.database_url:
+        print("error: SWITCHBOARD_DATABASE_URL is set: PostgreSQL is the system of record and needs no store owner; "
+              "start the API and the flow workers directly", file=sys.stderr)
+        return 1
     check_data_dir(settings.data_dir)
     host, port = args.host or settings.store_host, args.port or settings.store_port
     os.environ["SWITCHBOARD_STORE_HOST"], os.environ["SWITCHBOARD_STORE_PORT"] = host, str(port)
@@ -45,9 +49,10 @@ def cmd_api(args: argparse.Namespace) -> int:
     """The API alone, with `--workers` granian processes; several need a store owner (`switchboard store`)."""
     settings = get_settings()
     check_data_dir(settings.data_dir)
-    if args.workers > 1 and live_owner(settings.run_dir) is None:
+    if args.workers > 1 and not settings.database_url and live_owner(settings.run_dir) is None:
         print(f"error: {args.workers} API workers need a running store owner for {settings.data_dir}; start "
-              "`switchboard store` first (one process must own the DuckDB file)", file=sys.stderr)
+              "`switchboard store` first (one process must own the DuckDB file), or set SWITCHBOARD_DATABASE_URL",
+              file=sys.stderr)
         return 1
     host, port = args.host or settings.host, args.port or settings.port
     os.environ["SWITCHBOARD_HOST"], os.environ["SWITCHBOARD_PORT"] = host, str(port)

@@ -158,8 +158,11 @@ def serve(settings: Settings, host: str, port: int) -> int:
     if left:
         say(f"stopped {len(left)} process(es) left running by a supervisor that died: "
             + ", ".join(f"{c.name} (pid {c.pid})" for c in left))
-    store = LocalStore(settings.db_path)  # migrates, and refuses clearly if another process owns the file
-    apply_restart_rule(store)  # the runner starts afresh: flow runs of jobs still open died with the last start
+    if settings.database_url:  # PostgreSQL: no store owner; other hosts' flow runs may be live, so no restart rule
+        store = owner.open_store(settings.db_path, settings.run_dir, database_url=settings.database_url)
+    else:
+        store = LocalStore(settings.db_path)  # migrates, and refuses clearly if another process owns the file
+        apply_restart_rule(store)  # the runner starts afresh: flow runs of jobs still open died with the last start
     if store.accounts.count_active_keys() == 0:
         issued = store.accounts.issue_key("admin", organization_id="admin", tier="enterprise",
                                           prompt_optimization=True, is_admin=True)
@@ -180,10 +183,12 @@ def serve(settings: Settings, host: str, port: int) -> int:
     try:
         # Prefect, the store owner and the runner start side by side (the runner waits for Prefect by itself); the
         # API comes last: when it answers, the store and the flows' deployments are there to take jobs.
-        prefect_ready, store_ready, runner_ready = launch_prefect(sup, logs), launch_store(sup, logs), \
-            launch_runner(sup, logs)
+        owned = not settings.database_url  # the embedded DuckDB file needs its owner; PostgreSQL needs none
+        prefect_ready, store_ready, runner_ready = launch_prefect(sup, logs), \
+            launch_store(sup, logs) if owned else None, launch_runner(sup, logs)
         for ready in (store_ready, prefect_ready, runner_ready):  # the quickest first: each "ready in" is true
-            ready()
+            if ready is not None:
+                ready()
         start_api(sup, host, port)
         say("all running; press Ctrl-C to stop")
         restarts = ChildRestarts(sup, {"Prefect server": lambda: start_prefect(sup, logs),

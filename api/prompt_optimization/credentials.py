@@ -1,11 +1,13 @@
 """Whether this service can call the models a prompt optimization needs, and, when it cannot, which setting is
 missing.
 
-A provider is reachable when a base URL override points it at an OpenAI-compatible server
-(SWITCHBOARD_<PROVIDER>_API_BASE, or SWITCHBOARD_LLM_API_BASE for every provider; flows/prompt_opt/llm.py sends the
+A model is reachable in a role when a base URL points it at an OpenAI-compatible server: the role's own
+(SWITCHBOARD_OPTIMIZE_<ROLE>_API_BASE, role = target, origin, judge or reflection), else its provider's
+(SWITCHBOARD_<PROVIDER>_API_BASE), else SWITCHBOARD_LLM_API_BASE for every provider (flows/prompt_opt/llm.py sends the
 calls there, with a key only if one is configured), or else when one of the key variables LiteLLM reads for it is set
 (api/catalogue/providers.py, `key_variables`). A run calls its target models, the origin model unless the caller gave
-its score, the judge (every metric but JSON_Match) and the reflection model GEPA writes instructions with.
+its score, the judge (every metric but JSON_Match and Exact_Match) and the reflection model GEPA writes instructions
+with.
 
 POST /v2/prompt/optimize refuses a run that needs an unreachable model (400 PROVIDER_NOT_CONFIGURED), and the flow
 checks again before its first call (flows/optimize_prompt.py), since the flow may run where the environment differs
@@ -19,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.catalogue.providers import PROVIDERS_BY_NAME
-from api.settings import OptimizeSettings
+from api.settings import OptimizeSettings, provider_key
 
 TARGET, ORIGIN, JUDGE, REFLECTION = "target model", "origin model", "judge model", "reflection model"
+NO_JUDGE_METRICS = ("JSON_Match", "Exact_Match")  # scored without an LLM (flows/prompt_opt/metrics.py)
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class Unreachable:
 
     @property
     def base_url_settings(self) -> tuple[str, str]:
-        return f"SWITCHBOARD_{self.provider.upper()}_API_BASE", "SWITCHBOARD_LLM_API_BASE"
+        return f"SWITCHBOARD_{provider_key(self.provider).upper()}_API_BASE", "SWITCHBOARD_LLM_API_BASE"
 
     def message(self) -> str:
         models = ", ".join(f"{name} ({role})" for name, role in self.models)
@@ -53,23 +56,41 @@ def key_variables(provider: str) -> tuple[str, ...]:
     return known.key_variables if known and known.key_variables else (f"{provider.upper()}_API_KEY",)
 
 
-def reachable(provider: str, settings: OptimizeSettings) -> bool:
-    if settings.api_base(provider):
+def short_role(role: str) -> str:
+    """"judge model" -> "judge": the role as settings (SWITCHBOARD_OPTIMIZE_<ROLE>_*) and usage records name it."""
+    return role.split()[0]
+
+
+def reachable(provider: str, settings: OptimizeSettings, role: str | None = None) -> bool:
+    if settings.api_base(provider, short_role(role) if role else None):
         return True
     return any(name in settings.credential_names for name in key_variables(provider))
 
 
+def judge_name(spec: Mapping[str, Any], settings: OptimizeSettings) -> str | None:
+    """provider/model of the judge of a run of `spec` (flows.prompt_opt.work.RunSpec as a dict), if its metric has
+    one: a custom metric's llm_judge, else the request's judge_model, else SWITCHBOARD_OPTIMIZE_JUDGE_MODEL."""
+    if spec["metric"] in NO_JUDGE_METRICS:
+        return None
+    if spec["metric"] == "custom":
+        return spec["config"]["llm_judge"]
+    return "/".join(spec["judge"]) if spec.get("judge") else settings.judge_model
+
+
+def reflection_name(spec: Mapping[str, Any], settings: OptimizeSettings) -> str:
+    return "/".join(spec["reflection"]) if spec.get("reflection") else settings.reflection_model
+
+
 def judge(spec: Mapping[str, Any], settings: OptimizeSettings) -> list[tuple[str, str, str]]:
-    """The judge of a run of `spec` (flows.prompt_opt.work.RunSpec as a dict), if its metric has one."""
-    if spec["metric"] == "JSON_Match":
+    name = judge_name(spec, settings)
+    if name is None:
         return []
-    name = spec["config"]["llm_judge"] if spec["metric"] == "custom" else settings.judge_model
     provider, _, model = name.partition("/")
     return [(provider, model, JUDGE)]
 
 
-def reflection(settings: OptimizeSettings) -> list[tuple[str, str, str]]:
-    provider, _, model = settings.reflection_model.partition("/")
+def reflection(spec: Mapping[str, Any], settings: OptimizeSettings) -> list[tuple[str, str, str]]:
+    provider, _, model = reflection_name(spec, settings).partition("/")
     return [(provider, model, REFLECTION)]
 
 
@@ -78,14 +99,14 @@ def models_called(spec: Mapping[str, Any], settings: OptimizeSettings) -> list[t
     out = [(p, m, TARGET) for p, m in spec["targets"]]
     if spec.get("origin") and spec.get("origin_score") is None:
         out.append((spec["origin"][0], spec["origin"][1], ORIGIN))
-    return out + judge(spec, settings) + reflection(settings)
+    return out + judge(spec, settings) + reflection(spec, settings)
 
 
 def unreachable(models: list[tuple[str, str, str]], settings: OptimizeSettings) -> list[Unreachable]:
     """The providers among `models` (provider, model, role) that cannot be called, each with the models needing it."""
     found: dict[str, list[tuple[str, str]]] = {}
     for provider, model, role in models:
-        if not reachable(provider, settings):
+        if not reachable(provider, settings, role):
             entry = (f"{provider}/{model}", role)
             if entry not in found.setdefault(provider, []):
                 found[provider].append(entry)

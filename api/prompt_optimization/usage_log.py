@@ -10,7 +10,7 @@ import duckdb
 from storage import events
 
 COLUMNS = ("id, user_id, organization_id, adaptation_run_id, provider, model, input_tokens, output_tokens,"
-           " input_cost, output_cost, total_cost, timestamp, task_type, position")
+           " input_cost, output_cost, total_cost, timestamp, task_type, position, role, latency_s")
 
 
 def run_usage(events_dir: Path, run_id: str) -> list[dict[str, Any]]:

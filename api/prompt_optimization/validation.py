@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,11 +16,12 @@ from api.schemas.prompt_optimization import (
     OptimizeRequest,
     RequestProvider,
 )
+from api.settings import provider_key
 from storage.records import User
 
 TIER_TARGET_LIMITS = {"free": 1, "starter": 3, "startup": 5, "enterprise": 10}
 MIN_TRAIN, MIN_TRAIN_PROTOTYPE, MAX_GOLDENS = 25, 3, 200
-STANDARD_METRICS = ("LLMaaJ:Sem_Sim_1", "JSON_Match")
+STANDARD_METRICS = ("LLMaaJ:Sem_Sim_1", "JSON_Match", "Exact_Match")
 DEFAULT_METRIC = "LLMaaJ:Sem_Sim_1"
 DEFAULT_CUTOFF = 0.7
 
@@ -92,12 +94,44 @@ def _goldens(req: OptimizeRequest, fields: list[str]) -> tuple[list[GoldenRecord
     return list(req.train_goldens or []), list(req.test_goldens or [])
 
 
-def _model(p: RequestProvider, catalogue: Catalogue) -> tuple[str, str] | None:
+CUSTOM_REQUIRED = ("context_length", "input_price", "output_price")
+PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # it names settings: SWITCHBOARD_<PROVIDER>_API_BASE
+
+
+def _custom(p: RequestProvider, custom: dict[str, dict[str, Any]]) -> tuple[str, str]:
+    """A model the caller describes (any OpenAI-compatible model): its prices and context length are recorded for
+    the run; where it is served is the service's setting."""
+    name = f"{p.provider}/{p.model}"
+    missing = [f for f in CUSTOM_REQUIRED if getattr(p, f) is None]
+    if missing:
+        raise ValidationFailed(f"custom model {name!r} must carry {', '.join(missing)}", code="INVALID_CUSTOM_MODEL",
+                               details={"model": name, "missing": missing})
+    if not PROVIDER_NAME.fullmatch(p.provider) or not p.model.strip() or len(p.model) > 256:
+        raise ValidationFailed(f"custom model {name!r}: provider must be 1-64 letters, digits, '_', '-' or '.' (it"
+                               " names the SWITCHBOARD_<PROVIDER>_API_BASE setting) and model 1-256 characters",
+                               code="INVALID_CUSTOM_MODEL", details={"model": name})
+    custom[name] = {"input_price": float(p.input_price), "output_price": float(p.output_price),  # type: ignore[arg-type]
+                    "context_length": int(p.context_length)}  # type: ignore[arg-type]
+    return p.provider, p.model
+
+
+def _model(p: RequestProvider, catalogue: Catalogue, custom: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
+    given = [f for f in ("base_url", "api_base", "api_key") if getattr(p, f) is not None]
+    if given:  # never echoed: a key must not land in an error body or a log
+        raise ValidationFailed(
+            f"{' and '.join(given)} cannot be given in a request ({p.provider}/{p.model}): where a model is served and"
+            f" its key are the service's settings, SWITCHBOARD_{provider_key(p.provider).upper()}_API_BASE / _API_KEY"
+            " for its provider or SWITCHBOARD_OPTIMIZE_<ROLE>_API_BASE / _API_KEY for a role (target, origin, judge,"
+            " reflection)", code="INVALID_CUSTOM_MODEL", details={"model": f"{p.provider}/{p.model}",
+                                                                 "not_allowed": given})
+    if p.is_custom:
+        return _custom(p, custom)
     found = catalogue.get(p.provider, p.model)
     return (found.provider, found.model) if found else None
 
 
-def _evaluation(req: OptimizeRequest, catalogue: Catalogue) -> tuple[str, dict[str, Any] | None]:
+def _evaluation(req: OptimizeRequest, catalogue: Catalogue,
+                custom: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
     config = req.evaluation_config
     if isinstance(config, str):
         if not config.strip():
@@ -132,11 +166,11 @@ def _evaluation(req: OptimizeRequest, catalogue: Catalogue) -> tuple[str, dict[s
         raise ValidationFailed("; ".join(problems), code="INVALID_EVALUATION_CONFIG", details={"problems": problems})
     provider, _, model = judge.partition("/")
     found = catalogue.get(provider, model)
-    if found is None:
-        raise ValidationFailed(f"unsupported model {judge} (llm_judge); see GET /v2/models", code="UNSUPPORTED_MODEL",
-                               details={"models": [judge]})
-    return "custom", {"llm_judge": f"{found.provider}/{found.model}", "llm_judging_prompt": prompt,
-                      "correctness_cutoff": float(cutoff)}
+    if found is None and judge not in custom:
+        raise ValidationFailed(f"unsupported model {judge} (llm_judge); see GET /v2/models, or describe it as a custom"
+                               " judge_model", code="UNSUPPORTED_MODEL", details={"models": [judge]})
+    return "custom", {"llm_judge": f"{found.provider}/{found.model}" if found and judge not in custom else judge,
+                      "llm_judging_prompt": prompt, "correctness_cutoff": float(cutoff)}
 
 
 def validate(req: OptimizeRequest, user: User, catalogue: Catalogue) -> ValidRequest:
@@ -156,13 +190,15 @@ def validate(req: OptimizeRequest, user: User, catalogue: Catalogue) -> ValidReq
         raise ValidationFailed(f"target_models holds {len(req.target_models)} models; the {user.tier} tier allows"
                                f" 1 to {limit}", code="TARGET_MODEL_COUNT_EXCEEDED",
                                details={"given": len(req.target_models), "maximum": limit, "tier": user.tier})
-    unknown = [f"{p.provider}/{p.model}" for p in [*req.target_models, *([req.origin_model] if req.origin_model else [])]
-               if _model(p, catalogue) is None]
+    custom: dict[str, dict[str, Any]] = {}
+    named = [*req.target_models, *(p for p in (req.origin_model, req.judge_model, req.reflection_model) if p)]
+    unknown = [f"{p.provider}/{p.model}" for p in named if _model(p, catalogue, custom) is None]
     if unknown:
         raise ValidationFailed(f"unsupported model{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; see"
-                               " GET /v2/models", code="UNSUPPORTED_MODEL", details={"models": unknown})
-    targets = list(dict.fromkeys(_model(p, catalogue) for p in req.target_models))
-    metric, config = _evaluation(req, catalogue)
+                               " GET /v2/models, or describe a model with is_custom true, context_length,"
+                               " input_price and output_price", code="UNSUPPORTED_MODEL", details={"models": unknown})
+    targets = list(dict.fromkeys(_model(p, catalogue, custom) for p in req.target_models))
+    metric, config = _evaluation(req, catalogue, custom)
     if metric in STANDARD_METRICS:
         lacking = [i for i, g in enumerate([*train, *test]) if not (g.answer or "").strip()]
         if lacking:
@@ -173,8 +209,11 @@ def validate(req: OptimizeRequest, user: User, catalogue: Catalogue) -> ValidReq
             "train": [{"fields": g.fields, "answer": g.answer} for g in train],
             "test": [{"fields": g.fields, "answer": g.answer} for g in test],
             "metric": metric, "config": config,
-            "origin": list(_model(req.origin_model, catalogue)) if req.origin_model else None,
-            "targets": [list(t) for t in targets if t], "origin_score": score}
+            "origin": list(_model(req.origin_model, catalogue, custom) or ()) if req.origin_model else None,
+            "targets": [list(t) for t in targets if t], "origin_score": score, "custom": custom or None,
+            "judge": list(_model(req.judge_model, catalogue, custom) or ()) if req.judge_model else None,
+            "reflection": (list(_model(req.reflection_model, catalogue, custom) or ()) if req.reflection_model
+                           else None)}
     return ValidRequest(spec, None if config else metric, json.dumps(config) if config else None)
 
 

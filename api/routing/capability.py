@@ -2,13 +2,14 @@
 
 Source: datasets/model_benchmarks.csv, one cited source per figure (data card in datasets/default_router/README.md).
 Figures map onto three skill axes, each on the capability scale c = (accuracy % - 80) / 10 that the router uses:
-- knowledge: MMLU; else MMLU-Redux, else MMLU-Pro;
-- maths: GSM8K, else MGSM (grade-school maths in eight languages); else GSM8K-0shot (ZeroEval's zero-shot run),
-  else MATH-L5;
-- code: HumanEval; else CRUX (CRUXEval output prediction).
+- knowledge: MMLU; MMLU-Redux, MMLU-Pro, GPQA;
+- maths: GSM8K, else MGSM (grade-school maths in eight languages); GSM8K-0shot (ZeroEval's zero-shot run), MATH,
+  MATH-L5;
+- code: HumanEval; CRUX (CRUXEval output prediction).
 The axis' own benchmarks (first) are on the scale directly; each later one (a proxy) maps onto the axis by a
 least-squares line fitted, when the figures load, on the models that have both it and the axis from the benchmarks
-before it, so a proxy speaks only where the axis' own benchmark is missing.
+before it. A model's value on an axis is the mean of its own figure and its mapped proxies: one benchmark saturates
+where another still separates models (every frontier model scores about 90 % on GSM8K and MGSM, 60-97 % on MATH).
 
 Lookup of a candidate, per axis, the first that answers:
 1. the exact (provider, model) rows;
@@ -20,6 +21,12 @@ Lookup of a candidate, per axis, the first that answers:
    axis. Neither price nor size enters: an unknown model is assumed weaker than most known ones, so at
    cost_quality_tradeoff 0 a model with good published figures is preferred, until feedback or the caller's
    custom router says otherwise.
+Each estimate carries its uncertainty, measured on the figures themselves: a figure borrowed from another snapshot
+or from the base/chat sibling is off by the spread between such pairs in the figures file (level_sd), an imputed
+one by its line's residual (imputation_sd). The profile is the lower bound, estimate - UNCERTAINTY_Z x that spread,
+so at the quality end of the dial a model measured under its own name beats a look-alike with the same figures, and
+a model the router trained on (measured under its own name) keeps its figures. UNCERTAINTY_Z = 0.5 was chosen on
+half of the unseen pools of benchmarks/default_router_unseen_pools.py (docs/benchmarks.md, issue 21, uncertainty).
 The source of a profile ('prior': exact or respelt; 'family': another snapshot or sibling; 'uncertain': nothing) is
 what explain() reports.
 """
@@ -40,12 +47,15 @@ AXES = ("knowledge", "maths", "code")
 # Which benchmarks give each axis, in order of preference.
 AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
 # Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
-PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro"), "maths": ("GSM8K-0shot", "MATH-L5"),
+PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA"), "maths": ("GSM8K-0shot", "MATH", "MATH-L5"),
                     "code": ("CRUX",)}
 MIN_LINE_POINTS = 4
 # The uncertain prior of an axis: this quantile of the known models' capabilities. Pessimistic on purpose: a model
 # nobody measured should not displace one with good published figures at the quality end of the dial.
 UNCERTAIN_QUANTILE = 0.25
+# How many standard deviations of its uncertainty a profile found by a looser match (another snapshot, the base/chat
+# sibling) or imputed from knowledge gives up: a lower confidence bound (module docstring).
+UNCERTAINTY_Z = 0.5
 
 
 def to_capability(score: float) -> float:
@@ -123,10 +133,14 @@ class CapabilityPrior:
         by_spelling = self._levels[model_names.LEVELS.index(model_names.SPELLING)]  # one entry per model
         self.lines = fit_proxy_lines(by_spelling)
         known = [self._axes_of(figures) for figures in by_spelling.values()]
+        # Standard deviation (capability units) of a figure borrowed at each matching level, and of each
+        # imputation line's residual, measured on the figures themselves.
+        self.level_sd = {level: _borrowed_sd(rows, level) for level in model_names.LEVELS[1:]}
+        self.imputation_sd = {axis: _residual_sd(known, line, axis) for axis, line in self.imputation.items()}
         self.uncertain = np.array([
             _quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in known)
             else to_capability(MMLU_CENTRE) for a in AXES])
-        self._cache: dict[tuple[str, str], tuple[np.ndarray, str, tuple[str, ...]]] = {}
+        self._cache: dict[tuple[str, str], tuple[np.ndarray, str, tuple[str, ...], np.ndarray]] = {}
 
     def _axes_of(self, figures: dict[str, float]) -> dict[str, float]:
         return axes_from(figures, self.lines)
@@ -134,43 +148,70 @@ class CapabilityPrior:
     def lookup(self, provider: str, model: str, output_price: float | None = None,
                context_length: int | None = None) -> tuple[float, str]:
         """(knowledge capability, where it came from: 'prior' | 'family' | 'uncertain')."""
-        skills, how, _ = self.profile(provider, model)
+        skills, how, *_ = self.profile(provider, model)
         return float(skills[0]), how
 
     def skills(self, provider: str, model: str, output_price: float | None = None,
                context_length: int | None = None) -> tuple[np.ndarray, str]:
         """(capability per axis of AXES, where knowledge came from). Price and context are accepted for callers
         that pass a candidate's fields and ignored."""
-        skills, how, _ = self.profile(provider, model)
+        skills, how, *_ = self.profile(provider, model)
         return skills, how
 
-    def profile(self, provider: str, model: str) -> tuple[np.ndarray, str, tuple[str, ...]]:
-        """(capability per axis, source of knowledge, source per axis) with sources 'prior' | 'family' |
-        'imputed' (maths/code from knowledge) | 'uncertain'."""
+    def profile(self, provider: str, model: str) -> tuple[np.ndarray, str, tuple[str, ...], np.ndarray]:
+        """(capability per axis, source of knowledge, source per axis, uncertainty per axis) with sources 'prior' |
+        'family' | 'imputed' (maths/code from knowledge) | 'uncertain'. The capability is the lower bound,
+        estimate - UNCERTAINTY_Z x uncertainty (module docstring); the uncertainty is 0 for a model's own figures
+        and for the uncertain prior (already a low quantile)."""
         cache_key = (_norm(provider), _norm(model))
         hit = self._cache.get(cache_key)
         if hit is not None:
             return hit
-        candidates = [("prior", self._axes_of(self._exact.get(cache_key, {})))]
+        candidates = [("prior", 0.0, self._axes_of(self._exact.get(cache_key, {})))]
         for level, index in zip(model_names.LEVELS, self._levels):
             name_key = model_names.key(model, level)
             if name_key:
                 candidates.append(("prior" if level == model_names.SPELLING else "family",
-                                   self._axes_of(index.get(name_key, {}))))
-        values, sources = [], []
+                                   self.level_sd.get(level, 0.0), self._axes_of(index.get(name_key, {}))))
+        values, sources, sds = [], [], []
         for axis in AXES:
-            found = next(((axes[axis], how) for how, axes in candidates if axis in axes), None)
+            found = next(((axes[axis], how, sd) for how, sd, axes in candidates if axis in axes), None)
             if found is None and axis != AXES[0] and sources[0] != "uncertain":
                 intercept, slope = self.imputation.get(axis, (0.0, 1.0))
-                found = (intercept + slope * values[0], "imputed")
+                found = (intercept + slope * values[0], "imputed", self.imputation_sd.get(axis, 0.0))
             if found is None:
-                found = (float(self.uncertain[AXES.index(axis)]), "uncertain")
-            values.append(found[0])
+                found = (float(self.uncertain[AXES.index(axis)]), "uncertain", 0.0)
+            values.append(found[0] - UNCERTAINTY_Z * found[2])
             sources.append(found[1])
-        result = (np.array(values), sources[0], tuple(sources))
+            sds.append(found[2])
+        result = (np.array(values), sources[0], tuple(sources), np.array(sds))
         if len(self._cache) < 100_000:  # custom models are caller-defined: keep memory bounded
             self._cache[cache_key] = result
         return result
+
+
+def _borrowed_sd(rows: list[FigureRow], level: int) -> float:
+    """How far a figure borrowed at `level` may be from the model's own: the models that meet at this level but not
+    at the one before (two snapshots; a base model and its chat sibling) differ on a shared benchmark by this
+    standard deviation (capability units; pairwise differences / sqrt 2)."""
+    groups: dict = {}
+    for r in rows:
+        outer = model_names.key(r.model, level)
+        if outer:
+            groups.setdefault((outer, r.benchmark), {}).setdefault(model_names.key(r.model, level - 1), []).append(
+                r.score)
+    diffs = []
+    for members in groups.values():
+        means = [sum(v) / len(v) for v in members.values()]
+        diffs += [a - b for i, a in enumerate(means) for b in means[i + 1:]]
+    return float(np.sqrt(np.mean(np.square(diffs)) / 2)) / MMLU_SCALE if diffs else 0.0
+
+
+def _residual_sd(known: list[dict[str, float]], line: tuple[float, float], axis: str) -> float:
+    """Root mean square residual of an imputation line (axis from knowledge) over the models that have both."""
+    intercept, slope = line
+    residuals = [k[axis] - (intercept + slope * k[AXES[0]]) for k in known if axis in k and AXES[0] in k]
+    return float(np.sqrt(np.mean(np.square(residuals)))) if residuals else 0.0
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -194,18 +235,38 @@ def _figures_by(rows: list[FigureRow], key_of) -> dict:
 
 
 def axes_from(figures: dict[str, float], lines: dict[str, tuple[float, float, float, float]]) -> dict[str, float]:
-    """{axis: capability} from one model's figures: the axis' own benchmark, else the first proxy with a line."""
+    """{axis: capability} from one model's figures: the mean of every estimate it has for the axis, its own
+    benchmark (the first of AXIS_BENCHMARKS it has) and each proxy with a line. One benchmark saturates where
+    another still separates models (GSM8K and MGSM near 90 % for every frontier model, MATH from 60 to 97 %), and a
+    mean of several protocols is less noisy than any one of them."""
+    out = {}
+    for axis, benchmarks in AXIS_BENCHMARKS.items():
+        estimates = [to_capability(next(figures[b] for b in benchmarks if b in figures))] \
+            if any(b in figures for b in benchmarks) else []
+        estimates += [_on_line(figures[proxy], lines[proxy]) for proxy in PROXY_BENCHMARKS[axis]
+                      if proxy in figures and proxy in lines]
+        if estimates:
+            out[axis] = sum(estimates) / len(estimates)
+    return out
+
+
+def _on_line(score: float, line: tuple[float, float, float, float]) -> float:
+    intercept, slope, lower, upper = line
+    return min(upper, max(lower, intercept + slope * score))
+
+
+def _first_axes(figures: dict[str, float], lines: dict[str, tuple[float, float, float, float]]) -> dict[str, float]:
+    """{axis: capability} from the axis' own benchmark, else the first proxy with a line: what a proxy's line is
+    fitted against (a line fitted on means that include other proxies would tie the proxies to each other)."""
     out = {}
     for axis, benchmarks in AXIS_BENCHMARKS.items():
         own = next((figures[b] for b in benchmarks if b in figures), None)
         if own is not None:
             out[axis] = to_capability(own)
             continue
-        for proxy in PROXY_BENCHMARKS[axis]:
-            if proxy in figures and proxy in lines:
-                intercept, slope, lower, upper = lines[proxy]
-                out[axis] = min(upper, max(lower, intercept + slope * figures[proxy]))
-                break
+        proxy = next((b for b in PROXY_BENCHMARKS[axis] if b in figures and b in lines), None)
+        if proxy is not None:
+            out[axis] = _on_line(figures[proxy], lines[proxy])
     return out
 
 
@@ -218,7 +279,7 @@ def fit_proxy_lines(by_model: dict) -> dict[str, tuple[float, float, float, floa
     for axis, proxies in PROXY_BENCHMARKS.items():
         for proxy in proxies:
             pairs = [(figures[proxy], axes[axis]) for figures in by_model.values()
-                     if proxy in figures and axis in (axes := axes_from(figures, lines))]
+                     if proxy in figures and axis in (axes := _first_axes(figures, lines))]
             if len(pairs) >= MIN_LINE_POINTS:
                 x, y = np.array(pairs).T
                 slope, intercept = np.polyfit(x, y, 1)

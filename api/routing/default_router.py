@@ -2,7 +2,10 @@
 
 1. Item response theory, one skill:  P = sigmoid(a(q) * (c_m - d(q))). d(q) (difficulty) and a(q) > 0
    (discrimination) are linear heads learned from RouteLLM's per-query outcomes of GPT-4-1106-preview and
-   Mixtral-8x7B; c_m is the candidate's knowledge capability (its MMLU figure, api/routing/capability.py).
+   Mixtral-8x7B; c_m is the candidate's knowledge capability (its MMLU figure, api/routing/capability.py) for a
+   model the router trained on, and for any other model its skills weighted by what the query needs, u(q) . s_m
+   (the skill model's need head below): the heads learned where a pair's knowledge gap ranks queries, but nothing
+   says knowledge alone ranks two models the router never saw on a maths or code query.
 2. The skill model (api/routing/skills.py): the query's need for knowledge, maths and code against each model's
    skills on those axes, learned from many models' per-query outcomes (RouteLLM and RouterDC), so specialists win
    the queries of their speciality.
@@ -77,8 +80,8 @@ class DefaultRouter:
         self.schedule: tuple[float, ...] = tuple(float(x) for x in spec["schedule"]) + (float("inf"),)
         self.prior = prior
         self.spec = spec
-        self._capability_cache: dict[tuple, tuple[float, np.ndarray, float]] = {}
-        self._inputs_cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._capability_cache: dict[tuple, tuple[float, np.ndarray, float, bool]] = {}
+        self._inputs_cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.skills = SkillModel(spec["skills"], featurizer.dim) if "skills" in spec else None
         self.blend = float(spec.get("blend", 0.0)) if self.skills is not None else 0.0
         # Every query-side head in one product per query (the hot path): rows [difficulty, discrimination] of the
@@ -105,9 +108,10 @@ class DefaultRouter:
     def capabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
         return np.array([self._profile(c)[0] for c in candidates], dtype=float)
 
-    def _profile(self, c: Candidate) -> tuple[float, np.ndarray, float]:
-        """(knowledge capability, skills on every axis, skill-model offset) of a candidate. The lookup normalises
-        ids with regexes; memoised per model and price (a hot-path cost otherwise)."""
+    def _profile(self, c: Candidate) -> tuple[float, np.ndarray, float, bool]:
+        """(knowledge capability, skills on every axis, skill-model offset, whether the router trained on it) of a
+        candidate. The lookup normalises ids with regexes; memoised per model and price (a hot-path cost
+        otherwise)."""
         key = (c.provider, c.model, c.output_price, c.context_length)
         value = self._capability_cache.get(key)
         if value is None:
@@ -116,15 +120,15 @@ class DefaultRouter:
             figures, _ = self.prior.skills(*key)
             if self.skills is not None:
                 skills, offsets = self.skills.candidate_skills([c.key], figures[None, :])
-                value = (float(figures[0]), skills[0], float(offsets[0]))
+                value = (float(figures[0]), skills[0], float(offsets[0]), c.key in self.skills.corrections)
             else:
-                value = (float(figures[0]), figures, 0.0)
+                value = (float(figures[0]), figures, 0.0, True)
             self._capability_cache[key] = value
         return value
 
-    def _skill_inputs(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(knowledge capabilities, skills (m, axes), offsets) of a candidate set; memoised per set, since callers
-        send the same list again and again."""
+    def _skill_inputs(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(knowledge capabilities, skills (m, axes), offsets, trained-on mask) of a candidate set; memoised per
+        set, since callers send the same list again and again."""
         key = tuple((c.provider, c.model, c.output_price, c.context_length) for c in candidates)
         found = self._inputs_cache.get(key)
         if found is None:
@@ -133,12 +137,16 @@ class DefaultRouter:
             profiles = [self._profile(c) for c in candidates]
             skills = np.stack([p[1] for p in profiles]) if profiles else np.zeros((0, len(AXES)))
             found = self._inputs_cache[key] = (np.array([p[0] for p in profiles]), skills,
-                                               np.array([p[2] for p in profiles]))
+                                               np.array([p[2] for p in profiles]),
+                                               np.array([p[3] for p in profiles], dtype=bool))
         return found
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
         z = self._query_heads(features.vector)
-        caps, skills, offsets = self._skill_inputs(candidates)
+        caps, skills, offsets, trained = self._skill_inputs(candidates)
+        if not trained.all():
+            # z[2:] are the skill model's heads (_query_heads): its need for each axis weighs the unseen skills
+            caps = np.where(trained, caps, skills @ self.skills.need_from_heads(z[2:]))
         irt = _sigmoid(np.logaddexp(0.0, z[1]) * (caps - z[0]))
         if self.skills is None or self.blend == 0.0:
             return irt
@@ -149,21 +157,25 @@ class DefaultRouter:
         out = vectors @ self._w_shared.T + self._bias
         out = out + self.featurizer.gate(vectors)[:, None] * (vectors @ self._w_gated.T)
         d, a = out[:, 0], np.logaddexp(0.0, out[:, 1])
-        caps, skills, offsets = self._skill_inputs(candidates)
-        irt = _sigmoid(a[:, None] * (caps[None, :] - d[:, None]))
+        caps, skills, offsets, trained = self._skill_inputs(candidates)
+        caps = np.broadcast_to(caps, (len(vectors), len(caps)))
+        if not trained.all():
+            caps = np.where(trained[None, :], caps, self.skills.needs(vectors) @ skills.T)
+        irt = _sigmoid(a[:, None] * (caps - d[:, None]))
         if self.skills is None or self.blend == 0.0:
             return irt
         return (1.0 - self.blend) * irt + self.blend * self.skills.predict(vectors, skills, offsets)
 
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
         """Where each candidate's capability came from: 'prior' (its own figures), 'family' (another snapshot or
-        sibling) or 'uncertain' (no figures: the pessimistic prior); per axis also 'imputed' (from knowledge)."""
+        sibling) or 'uncertain' (no figures: the pessimistic prior); per axis also 'imputed' (from knowledge), and
+        the estimate's uncertainty (standard deviation, capability units; the capability is its lower bound)."""
         out = []
         for c in candidates:
-            skills, how, per_axis = self.prior.profile(c.provider, c.model)
+            skills, how, per_axis, sds = self.prior.profile(c.provider, c.model)
             out.append({"model": c.key, "capability": float(skills[0]), "source": how,
-                        "skills": {axis: {"capability": float(v), "source": src}
-                                   for axis, v, src in zip(AXES, skills, per_axis)}})
+                        "skills": {axis: {"capability": float(v), "source": src, "uncertainty": float(sd)}
+                                   for axis, v, src, sd in zip(AXES, skills, per_axis, sds)}})
         return out
 
 

@@ -63,6 +63,14 @@ class SkillModel:
         return (np.vstack([self.w_sharpness, self.w_difficulty, self.w_need]),
                 np.concatenate([[self.b_sharpness, self.b_difficulty], self.b_need]))
 
+    def needs(self, vectors: np.ndarray) -> np.ndarray:
+        """(n, axes) how much each query needs each skill, u(q)."""
+        return _softmax(np.atleast_2d(vectors) @ self.w_need.T + self.b_need)
+
+    def need_from_heads(self, z: np.ndarray) -> np.ndarray:
+        """u(q) from the query heads' raw outputs z (2 + axes,) (see query_heads)."""
+        return _softmax(z[2:])
+
     def predict_from_heads(self, z: np.ndarray, skills: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """(n, m) probabilities from the query heads' raw outputs z (n, 2 + axes) (see query_heads)."""
         a = np.logaddexp(0.0, z[:, 0])

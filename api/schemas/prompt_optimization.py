@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from api.schemas.common import Score
+from api.schemas.common import ContextLength, LatencySeconds, PricePerMillion, Score
 
 
 class GoldenRecord(msgspec.Struct):
@@ -16,8 +16,22 @@ class GoldenRecord(msgspec.Struct):
 
 
 class RequestProvider(msgspec.Struct):
+    """A model by catalogue id, or (is_custom) any OpenAI-compatible model the caller describes: its prices (USD per
+    million tokens, what the run is billed and the spend ceiling counts; 0 for a self-hosted model) and context
+    length. Where it is served is the service's setting, never the request's (docs/prompt_optimization.md)."""
+
     provider: str
     model: str
+    is_custom: bool = False
+    context_length: ContextLength | None = None
+    input_price: PricePerMillion | None = None
+    output_price: PricePerMillion | None = None
+    latency: LatencySeconds | None = None  # accepted as modelSelect takes it; not used here
+    # Refused when given (api/prompt_optimization/validation.py): where a model is served, and with which key, are
+    # the service's settings, so a request can neither send the service's calls to any URL nor carry a key.
+    base_url: str | None = None
+    api_base: str | None = None
+    api_key: str | None = None
 
 
 class OptimizeRequest(msgspec.Struct):
@@ -33,6 +47,10 @@ class OptimizeRequest(msgspec.Struct):
     evaluation_config: str | dict[str, Any] | None = None
     prototype_mode: bool = False
     origin_model_evaluation_score: Score | None = None
+    # Beside the interface's fields: the judge (LLMaaJ:Sem_Sim_1) and GEPA's reflection model for this run, instead
+    # of SWITCHBOARD_OPTIMIZE_JUDGE_MODEL / _REFLECTION_MODEL; catalogue ids or custom entries.
+    judge_model: RequestProvider | None = None
+    reflection_model: RequestProvider | None = None
 
 
 class OptimizeResponse(msgspec.Struct):
@@ -119,6 +137,10 @@ class UsageRecord(msgspec.Struct):
     total_cost: float
     timestamp: float
     task_type: str
+    # Beside the interface's fields: who the call served (target, origin, judge, reflection; task_type stays the
+    # interface's phase) and how long the provider took, in seconds.
+    role: str | None = None
+    latency_s: float | None = None
 
 
 class CostResponse(msgspec.Struct):

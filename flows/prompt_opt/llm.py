@@ -1,7 +1,8 @@
 """LLMs through LiteLLM (via DSPy's LM), one instance per model and task type, each call billed to the ledger.
 
 Provider endpoints: a provider whose base URL is configured (SWITCHBOARD_<PROVIDER>_API_BASE, or
-SWITCHBOARD_LLM_API_BASE for all) is called as an OpenAI-compatible server at that URL (vLLM, Ollama, llama.cpp,
+SWITCHBOARD_LLM_API_BASE for all; a role's own SWITCHBOARD_OPTIMIZE_<ROLE>_API_BASE wins, with its own
+SWITCHBOARD_OPTIMIZE_<ROLE>_API_KEY) is called as an OpenAI-compatible server at that URL (vLLM, Ollama, llama.cpp,
 a proxy) with SWITCHBOARD_<PROVIDER>_API_KEY / SWITCHBOARD_LLM_API_KEY; otherwise LiteLLM calls the provider's own
 API with its usual key variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...). A provider with neither
 cannot be called: building its LM raises `ProviderNotConfigured` at once (LiteLLM would report the missing key as a
@@ -53,11 +54,13 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
-def litellm_route(provider: str, model: str, settings: OptimizeSettings) -> dict[str, Any]:
-    """The LiteLLM model string and connection settings for a catalogue model."""
-    base = settings.api_base(provider)
+def litellm_route(provider: str, model: str, settings: OptimizeSettings, role: str | None = None) -> dict[str, Any]:
+    """The LiteLLM model string and connection settings for a model in a role: the role's own endpoint, else the
+    provider's, else every provider's (each an OpenAI-compatible server, sent the model id as-is), else the
+    provider's own API through LiteLLM."""
+    base = settings.api_base(provider, role)
     if base:
-        return {"model": f"openai/{model}", "api_base": base, "api_key": settings.api_key(provider) or "unused"}
+        return {"model": f"openai/{model}", "api_base": base, "api_key": settings.api_key(provider, role) or "unused"}
     known = PROVIDERS_BY_NAME.get(provider)
     prefix = known.sources[0].litellm_provider if known else provider
     return {"model": f"{prefix}/{model}"}
@@ -68,13 +71,14 @@ class BilledLM(dspy.LM):
 
     def __init__(self, *, provider: str, model: str, prices: tuple[float, float], ledger: Ledger, task_type: str,
                  position: int, role: str, settings: OptimizeSettings, temperature: float = 0.0,
-                 max_tokens: int = 1024) -> None:
-        if not reachable(provider, settings):
+                 max_tokens: int | None = None) -> None:
+        if not reachable(provider, settings, role):
             raise ProviderNotConfigured([Unreachable(provider, ((f"{provider}/{model}", role),),
                                                      key_variables(provider))])
-        route = litellm_route(provider, model, settings)
+        route = litellm_route(provider, model, settings, role)
         super().__init__(engine="litellm", cache=False, num_retries=settings.llm_retries, temperature=temperature,
-                         max_tokens=max_tokens, timeout=settings.llm_timeout_s, **route)
+                         max_tokens=max_tokens or settings.max_tokens(role), timeout=settings.timeout_s(role),
+                         **route)
         self.sb_provider, self.sb_model, self.sb_prices = provider, model, prices
         self.sb_ledger, self.sb_task_type, self.sb_position, self.sb_role = ledger, task_type, position, role
         self._sb_local = threading.local()  # per-thread call start, for the provider latency of each record

@@ -4,6 +4,9 @@ to the evals summary of an evaluation.
 - `JSON_Match` (supervised): the expected answer and the response are parsed as JSON (code fences stripped); for
   objects, partial credit is the share of expected fields whose values match (per-field accuracy in `evals`);
   other values must be equal. An unparseable response scores 0.
+- `Exact_Match` (supervised): the response equals the expected answer once both are normalised: case folded,
+  runs of whitespace made one space, ends trimmed, trailing punctuation (. , ! ? ; :) dropped; so "Positive." matches
+  "positive". `evals.strict_match_rate` says how many matched without normalising.
 - `LLMaaJ:Sem_Sim_1` (supervised): an LLM judge rates how close in meaning the response is to the expected answer,
   0 to 10, with SEM_SIM_SYSTEM / SEM_SIM_USER below; the score is that rating / 10. Judge model:
   SWITCHBOARD_OPTIMIZE_JUDGE_MODEL.
@@ -34,7 +37,7 @@ SEM_SIM_USER = "Expected answer:\n{expected}\n\nCandidate answer:\n{candidate}\n
 CUSTOM_SYSTEM = ("You are an evaluator. Follow the judging instructions in the user message. End your reply with a "
                  "final line of the form `score: <number between 0 and 1>`. " + FENCE_NOTE)
 
-SUPERVISED = ("JSON_Match", "LLMaaJ:Sem_Sim_1")
+SUPERVISED = ("JSON_Match", "Exact_Match", "LLMaaJ:Sem_Sim_1")
 METRICS = SUPERVISED + ("custom",)
 
 Judge = Callable[[list[dict[str, str]]], str]  # messages -> reply text (a billed LM call)
@@ -76,6 +79,17 @@ def json_match(expected: str, response: str) -> Verdict:
         return Verdict(score, feedback, {"parsed": True, "fields": fields})
     ok = _norm(got) == _norm(gold)
     return Verdict(float(ok), "Correct." if ok else f"Expected {expected}", {"parsed": True, "fields": {}})
+
+
+def normalise(text: str) -> str:
+    """Case, whitespace and trailing punctuation aside (Exact_Match)."""
+    return re.sub(r"\s+", " ", text).strip().lower().rstrip(".,!?;: ").strip()
+
+
+def exact_match(expected: str, response: str) -> Verdict:
+    ok = normalise(response) == normalise(expected)
+    feedback = "Correct." if ok else f"Expected exactly: {expected} (case, spacing and final punctuation aside)"
+    return Verdict(float(ok), feedback, {"strict": response.strip() == expected.strip()})
 
 
 def fence(text: str) -> str:
@@ -130,6 +144,8 @@ def summarise(metric: str, verdicts: list[Verdict], config: dict[str, Any] | Non
                 fields.setdefault(k, []).append(s)
         out["field_accuracy"] = {k: sum(s) / len(s) for k, s in fields.items()}
         out["parse_rate"] = sum(1 for v in verdicts if v.detail.get("parsed")) / n if n else 0.0
+    elif metric == "Exact_Match":
+        out["strict_match_rate"] = sum(1 for v in verdicts if v.detail.get("strict")) / n if n else 0.0
     elif metric == "custom" and config is not None:
         scores = [v.detail.get("judge_score", 0.0) for v in verdicts]
         out.update(accuracy=mean, mean_judge_score=sum(scores) / n if n else 0.0,

@@ -20,8 +20,10 @@ from api.prompt_optimization.templates import fill
 from api.settings import OptimizeSettings
 from flows.prompt_opt import metrics
 from flows.prompt_opt.llm import BilledLM, ProviderNotConfigured
+from flows.prompt_opt.never_worse import copied_examples
 from flows.prompt_opt.program import PromptProgram, internal_name, to_program
 from flows.prompt_opt.usage import CostCeilingExceeded, Ledger
+from storage.optimization_records import ORIGIN
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,10 @@ class RunSpec:
     origin: list[str] | None
     targets: list[list[str]]
     origin_score: float | None = None
+    # Models the caller described (is_custom): "provider/model" -> input_price, output_price, context_length.
+    custom: dict[str, dict[str, Any]] | None = None
+    judge: list[str] | None = None  # the request's judge_model, else SWITCHBOARD_OPTIMIZE_JUDGE_MODEL
+    reflection: list[str] | None = None  # the request's reflection_model, else SWITCHBOARD_OPTIMIZE_REFLECTION_MODEL
 
     @classmethod
     def from_json(cls, raw: str) -> "RunSpec":
@@ -53,6 +59,9 @@ class RunContext:
     judge_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def lm(self, provider: str, model: str, task_type: str, position: int, role: str, **kw: Any) -> BilledLM:
+        custom = (self.spec.custom or {}).get(f"{provider}/{model}")
+        if custom:  # a described model's replies must leave room for the prompt in its context
+            kw.setdefault("max_tokens", max(16, min(self.settings.max_tokens(role), custom["context_length"] // 2)))
         return BilledLM(provider=provider, model=model, prices=self.prices[f"{provider}/{model}"], ledger=self.ledger,
                         task_type=task_type, position=position, role=role, settings=self.settings, **kw)
 
@@ -62,22 +71,26 @@ class RunContext:
         spec = dataclasses.asdict(self.spec)
         models = [(provider, model, role), *credentials.judge(spec, self.settings)]
         if role == credentials.TARGET:
-            models += credentials.reflection(self.settings)
+            models += credentials.reflection(spec, self.settings)
         missing = credentials.unreachable(models, self.settings)
         if missing:
             raise ProviderNotConfigured(missing)
 
     def judge_model(self) -> tuple[str, str]:
-        name = self.spec.config["llm_judge"] if self.spec.metric == "custom" else self.settings.judge_model
+        name = credentials.judge_name(dataclasses.asdict(self.spec), self.settings) or ""
         provider, _, model = name.partition("/")
+        return provider, model
+
+    def reflection_model(self) -> tuple[str, str]:
+        provider, _, model = credentials.reflection_name(dataclasses.asdict(self.spec), self.settings).partition("/")
         return provider, model
 
     def scorer(self, task_type: str, position: int):
         """(golden, response) -> Verdict, with the judge (if any) billed to this model's task."""
         judge_lm = None
-        if self.spec.metric != "JSON_Match":
+        if self.spec.metric not in credentials.NO_JUDGE_METRICS:
             provider, model = self.judge_model()
-            judge_lm = self.lm(provider, model, task_type, position, "judge", max_tokens=256)
+            judge_lm = self.lm(provider, model, task_type, position, "judge")
 
         def judge(messages: list[dict[str, str]]) -> str:
             assert judge_lm is not None
@@ -86,6 +99,8 @@ class RunContext:
         def score(golden: dict[str, Any], response: str) -> metrics.Verdict:
             if self.spec.metric == "JSON_Match":
                 return metrics.json_match(golden.get("answer") or "", response)
+            if self.spec.metric == "Exact_Match":
+                return metrics.exact_match(golden.get("answer") or "", response)
             if self.spec.metric == "LLMaaJ:Sem_Sim_1":
                 return metrics.sem_sim(golden.get("answer") or "", response, judge)
             question = fill(self.spec.template, golden["fields"])
@@ -95,10 +110,11 @@ class RunContext:
 
 
 def evaluate(ctx: RunContext, program: PromptProgram, provider: str, model: str, goldens: list[dict[str, Any]],
-             task_type: str, position: int) -> tuple[float, dict[str, Any]]:
-    """Mean score of the program on the goldens with this model, and the evals summary. Provider errors that
-    survive LiteLLM's retries propagate: the model's result fails rather than scoring a broken run."""
-    target_lm = ctx.lm(provider, model, task_type, position, "target")
+             task_type: str, position: int) -> tuple[float, dict[str, Any], list[float]]:
+    """Mean score of the program on the goldens with this model, the evals summary, and each golden's score (in
+    order: the never-worse rule pairs them). Provider errors that survive LiteLLM's retries propagate: the model's
+    result fails rather than scoring a broken run."""
+    target_lm = ctx.lm(provider, model, task_type, position, "origin" if position == ORIGIN else "target")
     score = ctx.scorer(task_type, position)
 
     def one(golden: dict[str, Any]) -> metrics.Verdict:
@@ -111,7 +127,7 @@ def evaluate(ctx: RunContext, program: PromptProgram, provider: str, model: str,
     if ctx.ledger.exceeded:
         raise CostCeilingExceeded(ctx.ledger.reason())
     summary = metrics.summarise(ctx.spec.metric, verdicts, ctx.spec.config)
-    return summary["score"], summary
+    return summary["score"], summary, [v.score for v in verdicts]
 
 
 def metric_budget(ctx: RunContext, n_val: int) -> int:
@@ -121,17 +137,17 @@ def metric_budget(ctx: RunContext, n_val: int) -> int:
     return 2 * n_val + 12
 
 
-def optimize(ctx: RunContext, provider: str, model: str, position: int) -> PromptProgram:
-    """GEPA over the caller's program on the train goldens; returns the best program found."""
+def optimize(ctx: RunContext, provider: str, model: str, position: int) -> tuple[PromptProgram, int]:
+    """GEPA over the caller's program on the train goldens; returns the best program found and how many proposals
+    were refused for copying training examples (flows/prompt_opt/never_worse.py)."""
 
     spec = ctx.spec
     student = to_program(spec.system_prompt, spec.template, spec.fields)
     target_lm = ctx.lm(provider, model, "optimization", position, "target")
-    reflection_provider, _, reflection_model = ctx.settings.reflection_model.partition("/")
-    reflection_lm = ctx.lm(reflection_provider, reflection_model, "optimization", position, "reflection",
-                           temperature=0.7, max_tokens=2048)
+    reflection_lm = ctx.lm(*ctx.reflection_model(), "optimization", position, "reflection", temperature=0.7)
     score = ctx.scorer("optimization", position)
     by_inputs = {json.dumps(student.inputs(g["fields"]), sort_keys=True): g for g in spec.train}
+    refused: list[str] = []
 
     def gepa_metric(gold: dspy.Example, pred: dspy.Prediction, trace=None, pred_name=None, pred_trace=None):
         golden = by_inputs[json.dumps({k: gold[k] for k in gold.inputs().keys()}, sort_keys=True)]
@@ -148,7 +164,11 @@ def optimize(ctx: RunContext, provider: str, model: str, position: int) -> Promp
                 {"current_instruction_doc": candidate[name], "dataset_with_feedback": reflective_dataset[name]})
             messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
             reply = reflection_lm.reply(messages)
-            out[name] = InstructionProposalSignature.output_extractor(reply)["new_instruction"].strip() or candidate[name]
+            proposal = InstructionProposalSignature.output_extractor(reply)["new_instruction"].strip()
+            if proposal and copied_examples(proposal, spec.system_prompt, spec.train):
+                refused.append(proposal)  # it would learn the train set, not the task: keep the current one
+                proposal = ""
+            out[name] = proposal or candidate[name]
         return out
 
     names = [internal_name(i) for i in range(len(spec.fields))]
@@ -162,6 +182,5 @@ def optimize(ctx: RunContext, provider: str, model: str, position: int) -> Promp
         compiled = optimizer.compile(student, trainset=trainset, valset=trainset)
     if ctx.ledger.exceeded:
         raise CostCeilingExceeded(ctx.ledger.reason())
-    result = to_program(compiled.respond.signature.instructions, spec.template, spec.fields)
-    return result
+    return to_program(compiled.respond.signature.instructions, spec.template, spec.fields), len(refused)
 

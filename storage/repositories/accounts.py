@@ -6,13 +6,13 @@ import hmac
 import uuid
 
 from storage import keys as keyfmt
-from storage.database import Database, now
+from storage.sql import SqlDatabase, now
 from storage.errors import StoreError
 from storage.records import ApiKeyInfo, IssuedKey, User, key_subject
 
 
 class AccountRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def issue_key(self, user_id: str, organization_id: str | None = None, tier: str | None = None,
@@ -21,17 +21,18 @@ class AccountRepository:
             raise StoreError("user id must not be empty")
         plaintext = keyfmt.new_key()
         key_id, created = str(uuid.uuid4()), now()
-        with self._db.transaction() as conn:
+        with self._db.transaction():
+            self._db.serialize(f"user:{user_id}")  # two first keys of a new user at once: one creates it
             if self._user(user_id) is None:
-                conn.execute("INSERT INTO users VALUES (?, ?, ?, ?, ?, ?)",
+                self._db.run("INSERT INTO users VALUES (?, ?, ?, ?, ?, ?)",
                              [user_id, organization_id or user_id, tier or "free", bool(prompt_optimization),
                               is_admin, created])
             else:
-                conn.execute(
+                self._db.run(
                     "UPDATE users SET organization_id = coalesce(?, organization_id), tier = coalesce(?, tier),"
                     " prompt_optimization = coalesce(?, prompt_optimization), is_admin = is_admin OR ?"
                     " WHERE user_id = ?", [organization_id, tier, prompt_optimization, is_admin, user_id])
-            conn.execute("INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, NULL)",
+            self._db.run("INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, NULL)",
                          [key_id, keyfmt.hash_key(plaintext), keyfmt.display_prefix(plaintext), user_id, created])
         user = self._user(user_id)
         assert user is not None
@@ -59,7 +60,7 @@ class AccountRepository:
         return [ApiKeyInfo(*row) for row in rows]
 
     def revoke_key(self, key_ref: str) -> ApiKeyInfo:
-        with self._db.lock:
+        with self._db.transaction():
             rows = self._db.rows("SELECT key_id, key_hash FROM api_keys WHERE key_id = ? OR key_prefix = ?"
                                  " OR key_hash = ?", [key_ref, key_ref, keyfmt.hash_key(key_ref)])
             if not rows:
@@ -69,8 +70,9 @@ class AccountRepository:
             self._db.run("UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE key_id = ?",
                          [now(), rows[0][0]])
             info = next(k for k in self.list_keys() if k.key_id == rows[0][0])
-        # Every API worker drops the key from its auth cache: at once here, within the change feed's poll elsewhere.
-        self._db.notify(key_subject(rows[0][1]))
+            # Every API worker drops the key from its auth cache: at once here, and elsewhere through the change
+            # feed (the owner's, polled; PostgreSQL's NOTIFY, pushed).
+            self._db.notify(key_subject(rows[0][1]))
         return info
 
     def count_active_keys(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from storage.database import Database, now
+from storage.sql import SqlDatabase, now
 from storage.errors import StoreError
 from storage.records import JOB_STATUSES, OPEN_JOB_STATUSES, Job
 
@@ -15,7 +15,7 @@ def check_status(status: str) -> None:
 
 
 class JobRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def create(self, kind: str, user_id: str, subject_id: str | None, status: str = "created") -> Job:
@@ -37,13 +37,14 @@ class JobRepository:
         if status is not None:
             check_status(status)
         guard = f" AND status IN {OPEN_JOB_STATUSES}" if only_if_open else ""
-        self._db.run("UPDATE jobs SET status = coalesce(?, status), flow_run_id = coalesce(?, flow_run_id),"
-                     f" error = coalesce(?, error), updated_at = ? WHERE job_id = ?{guard}",
-                     [status, flow_run_id, error, now(), job_id])
-        return self._changed(job_id)
+        with self._db.transaction():  # one statement: the guard and the write cannot be split by another writer
+            self._db.run("UPDATE jobs SET status = coalesce(?, status), flow_run_id = coalesce(?, flow_run_id),"
+                         f" error = coalesce(?, error), updated_at = ? WHERE job_id = ?{guard}",
+                         [status, flow_run_id, error, now(), job_id])
+            return self._changed(job_id)
 
     def mark_queued(self, job_id: str, flow_run_id: str) -> Job | None:
-        with self._db.lock:
+        with self._db.transaction():
             self._db.run("UPDATE jobs SET flow_run_id = ?, updated_at = ?, status = CASE WHEN status = 'created'"
                          " THEN 'queued' ELSE status END WHERE job_id = ?", [flow_run_id, now(), job_id])
             return self._changed(job_id)
@@ -64,12 +65,12 @@ class JobRepository:
         return [Job(*row) for row in rows]
 
     def fail_open(self, kind: str, reason: str) -> list[Job]:
-        with self._db.lock:
-            rows = self._db.rows(f"SELECT * FROM jobs WHERE kind = ? AND status IN {OPEN_JOB_STATUSES}", [kind])
+        with self._db.transaction():
+            rows = self._db.rows(f"SELECT * FROM jobs WHERE kind = ? AND status IN {OPEN_JOB_STATUSES}"
+                                 + self._db.FOR_UPDATE, [kind])
             jobs = [Job(*r) for r in rows]
             for job in jobs:
                 self._db.run("UPDATE jobs SET status = 'failed', error = ?, updated_at = ? WHERE job_id = ?",
                              [f"{reason} (the job was {job.status})", now(), job.job_id])
-        for job in jobs:
-            self._db.notify(job.subject_id)
+                self._db.notify(job.subject_id)
         return jobs

@@ -1,7 +1,8 @@
-"""Maintenance of the DuckDB file: checkpoints, and Parquet snapshots of the catalogue for readers elsewhere.
+"""Maintenance of the system of record: checkpoints, and Parquet snapshots of the catalogue for readers elsewhere.
 
 DuckDB refuses even a read-only open of a file that another process holds for writing, so while the service runs
-a notebook (storage/analytics.py) asks the owner, over the RPC, for a snapshot.
+a notebook (storage/analytics.py) asks the owner, over the RPC, for a snapshot; on PostgreSQL the notebook's
+process writes the same snapshot itself, so analysts' views read the same Parquet files on either engine.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
-from storage.database import Database
+from storage.sql import SqlDatabase
 from storage.layout import DataDir
 
 # What analysts may read of the system of record: everything except the API key hashes.
@@ -25,37 +26,33 @@ def snapshots_dir(data_dir: Path) -> Path:
     return DataDir(data_dir).run_dir / "analytics"
 
 
-def sql_literal(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
-
-
 class MaintenanceRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def ping(self) -> bool:
         return self._db.rows("SELECT 1") == [(1,)]
 
     def checkpoint(self) -> None:
-        self._db.run("CHECKPOINT")
+        self._db.checkpoint()
 
     def export_analytics_snapshot(self) -> str:
         """Write the catalogue tables as Parquet files into a new folder (appearing complete or not at all) and
         return its path. One transaction, so the tables agree with each other."""
-        with self._db.lock:
-            root = snapshots_dir(self._db.path.parent)
-            _prune(root)
-            final = root / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}"
-            partial = root / f".{final.name}.partial"
-            partial.mkdir(parents=True)
-            try:
-                with self._db.transaction() as conn:
-                    for table in CATALOGUE_TABLES:
-                        conn.execute(f"COPY {table} TO {sql_literal(partial / f'{table}.parquet')} (FORMAT parquet)")
-                os.replace(partial, final)
-            except BaseException:
-                shutil.rmtree(partial, ignore_errors=True)
-                raise
+        root = snapshots_dir(self._db.data_dir)
+        _prune(root)
+        final = root / f"{time.time_ns()}-{uuid.uuid4().hex[:8]}"
+        partial = root / f".{final.name}.partial"
+        partial.mkdir(parents=True)
+        try:
+            with self._db.transaction():
+                self._db.consistent_reads()
+                for table in CATALOGUE_TABLES:
+                    self._db.copy_to_parquet(table, partial / f"{table}.parquet")
+            os.replace(partial, final)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
         return str(final)
 
 

@@ -1,9 +1,10 @@
 """Prompt optimization runs in DuckDB.
 
-Rules kept in one transaction each:
+Rules kept in one transaction each, so they hold with many writers on many hosts (PostgreSQL):
 - one open run per user: starting a run while another of the caller's runs is created/queued/processing refuses
-  (the API answers 429 naming it);
-- a model's result is written only while the run is open, so a run failed by a restart never gets late results;
+  (the API answers 429 naming it); starts of one user are serialised on a lock named after the user;
+- a model's result is written only while the run is open, so a run failed by a restart never gets late results
+  (the run's job row is locked while it is checked and written);
 - the restart rule (`fail_open`) fails open runs and every model result still queued/processing.
 """
 
@@ -13,7 +14,7 @@ import uuid
 
 import msgspec
 
-from storage.database import Database, now
+from storage.sql import SqlDatabase, now
 from storage.errors import StoreError
 from storage.optimization_records import (
     OPTIMIZE_PROMPT,
@@ -28,7 +29,7 @@ _RESULT_COLS = ("position, provider, model, result_status, pre_score, pre_evals,
 
 
 class OptimizationRepository:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     def start(self, user_id: str, organization_id: str, request: str, evaluation_metric: str | None,
@@ -36,20 +37,21 @@ class OptimizationRepository:
               targets: list[list[str]]) -> OptimizationStart:
         """Create a `created` run with one `queued` result per model, unless the user has an open run."""
         run_id, created = str(uuid.uuid4()), now()
-        with self._db.transaction() as conn:
-            running = conn.execute(
+        with self._db.transaction():
+            self._db.serialize(f"{OPTIMIZE_PROMPT}:{user_id}")
+            running = self._db.rows(
                 f"SELECT job_id FROM jobs WHERE kind = ? AND user_id = ? AND status IN {OPEN_JOB_STATUSES}"
-                " ORDER BY created_at LIMIT 1", [OPTIMIZE_PROMPT, user_id]).fetchall()
+                " ORDER BY created_at LIMIT 1", [OPTIMIZE_PROMPT, user_id])
             if running:
                 return OptimizationStart(run=None, running_run_id=running[0][0])
-            conn.execute("INSERT INTO jobs VALUES (?, ?, ?, ?, 'created', NULL, NULL, ?, ?)",
+            self._db.run("INSERT INTO jobs VALUES (?, ?, ?, ?, 'created', NULL, NULL, ?, ?)",
                          [run_id, OPTIMIZE_PROMPT, user_id, run_id, created, created])
-            conn.execute("INSERT INTO optimization_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            self._db.run("INSERT INTO optimization_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          [run_id, user_id, organization_id, request, evaluation_metric, evaluation_config,
                           prototype_mode, created])
             models = ([(-1, origin)] if origin else []) + list(enumerate(targets))
             for position, (provider, model) in models:
-                conn.execute("INSERT INTO optimization_results (run_id, position, provider, model, result_status,"
+                self._db.run("INSERT INTO optimization_results (run_id, position, provider, model, result_status,"
                              " updated_at) VALUES (?, ?, ?, ?, 'queued', ?)",
                              [run_id, position, provider, model, created])
         return OptimizationStart(run=self.get(run_id))
@@ -76,12 +78,13 @@ class OptimizationRepository:
         return int(rows[0][0]) if rows else None
 
     def _is_open(self, run_id: str) -> bool:
-        return bool(self._db.rows(f"SELECT 1 FROM jobs WHERE job_id = ? AND status IN {OPEN_JOB_STATUSES}",
-                                  [run_id]))
+        """Inside a transaction: also locks the run's job row until it ends."""
+        return bool(self._db.rows(f"SELECT 1 FROM jobs WHERE job_id = ? AND status IN {OPEN_JOB_STATUSES}"
+                                  + self._db.FOR_UPDATE, [run_id]))
 
     def begin(self, run_id: str) -> bool:
         """The flow run started: the run moves to `processing`. False when the run is no longer open."""
-        with self._db.lock:
+        with self._db.transaction():
             if not self._is_open(run_id):
                 return False
             self._db.run("UPDATE jobs SET status = 'processing', updated_at = ? WHERE job_id = ?", [now(), run_id])
@@ -89,7 +92,7 @@ class OptimizationRepository:
 
     def record_model_result(self, run_id: str, result: ModelResult) -> bool:
         """Write one model's state or outcome; refused (False) once the run is no longer open."""
-        with self._db.lock:
+        with self._db.transaction():
             if not self._is_open(run_id):
                 return False
             self._db.run(
@@ -106,15 +109,14 @@ class OptimizationRepository:
         if status not in ("completed", "failed", "cancelled"):
             raise StoreError(f"a run finishes completed, failed or cancelled, not {status!r}")
         finished = now()
-        with self._db.lock:
+        with self._db.transaction():
             if not self._is_open(run_id):
                 return False
-            with self._db.transaction() as conn:
-                conn.execute("UPDATE optimization_results SET result_status = 'failed', error = coalesce(error, ?),"
-                             f" updated_at = ? WHERE run_id = ? AND result_status IN {OPEN_JOB_STATUSES}",
-                             [error or "the run ended first", finished, run_id])
-                conn.execute("UPDATE jobs SET status = ?, error = ?, updated_at = ? WHERE job_id = ?",
-                             [status, error, finished, run_id])
+            self._db.run("UPDATE optimization_results SET result_status = 'failed', error = coalesce(error, ?),"
+                         f" updated_at = ? WHERE run_id = ? AND result_status IN {OPEN_JOB_STATUSES}",
+                         [error or "the run ended first", finished, run_id])
+            self._db.run("UPDATE jobs SET status = ?, error = ?, updated_at = ? WHERE job_id = ?",
+                         [status, error, finished, run_id])
             return True
 
     def fail_open(self, reason: str) -> list[str]:

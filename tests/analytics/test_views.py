@@ -63,6 +63,19 @@ def test_usage_and_cost_add_up_to_what_the_run_recorded(conn, seeded):
     assert set(by_task) == {"pre-optimization evaluation", "optimization", "post-optimization evaluation"}
     assert one(conn, "SELECT sum(cost_usd), count(DISTINCT organization_id) FROM llm_cost") == (
         pytest.approx(run_cost), 1)
+    # A run's spend by role and task type: every role the run used, shares adding up to the whole.
+    parts = conn.execute("SELECT role, task_type, calls, cost_usd, share_of_run_cost, mean_latency_s"
+                         " FROM run_spend_by_role WHERE run_id = ?", [seeded.optimization_run_id]).fetchall()
+    assert {role for role, *_ in parts} == {"target", "origin", "judge", "reflection"}
+    assert {task for role, task, *_ in parts if role == "reflection"} == {"optimization"}
+    assert sum(calls for _, _, calls, *_ in parts) == run_calls
+    assert sum(cost for *_, cost, _, _ in parts) == pytest.approx(run_cost)
+    assert sum(share for *_, share, _ in parts) == pytest.approx(1.0)
+    assert all(latency >= 0 for *_, latency in parts)
+    # Which prompt each target returned, and by how much the optimized one differed (the never-worse rule).
+    returned = conn.execute("SELECT prompt_returned, optimized_minus_original > 0 FROM optimization_results"
+                            " WHERE run_id = ? AND role = 'target'", [seeded.optimization_run_id]).fetchall()
+    assert returned == [("optimized", True)]
 
 
 def test_router_training_views_carry_the_evaluation(conn, seeded):

@@ -49,11 +49,16 @@ def test_official_client_optimizes_a_prompt(service: Service, fake_llm_server: F
         assert target.post_optimization_score == 1.0 > target.pre_optimization_score
         assert OBEY_PHRASE in target.system_prompt.lower() and target.user_message_template == "Question: {question}"
         assert target.user_message_template_fields == ["question"]
+        never_worse = target.post_optimization_evals["never_worse"]  # the optimized prompt beat the original
+        assert never_worse["returned"] == "optimized" and never_worse["difference"] > 0
     costs = client.prompt_optimization.retrieve_costs(run_id)
     assert costs.optimization_run_id == run_id and costs.usage_records
     assert costs.total_cost == pytest.approx(sum(r.total_cost for r in costs.usage_records))
     assert {r.task_type for r in costs.usage_records} == {"pre-optimization evaluation", "optimization",
                                                           "post-optimization evaluation"}
+    # Beside the interface's fields, each record's role and latency (the origin's score was given: no origin calls).
+    assert {r.role for r in costs.usage_records} == {"target", "judge", "reflection"}
+    assert all(r.latency_s >= 0 for r in costs.usage_records)
     by_model = {m["model"]: m["num_requests"] for m in results.llm_request_metrics}
     assert sum(by_model.values()) == len(costs.usage_records)
     assert sum(t.cost for t in results.target_models) == pytest.approx(costs.total_cost)

@@ -1,7 +1,9 @@
-"""The production shape, every part its own process: a standalone Prefect server, the store owner
-(`switchboard store`), the API with two granian workers (`switchboard api --workers 2`), and two Prefect workers
-of a process work pool (`switchboard deploy --pool`, `prefect worker start`). A router training and a prompt
-optimization run through them at the same time, while both API workers take writes, sessions and feedback.
+"""The production shape, every part its own process: a standalone Prefect server, the system of record, the API
+with two granian workers (`switchboard api --workers 2`), and two Prefect workers of a process work pool
+(`switchboard deploy --pool`, `prefect worker start`). A router training and a prompt optimization run through them
+at the same time, while both API workers take writes, sessions and feedback. Twice: with the store owner
+(`switchboard store`, DuckDB), and on PostgreSQL (SWITCHBOARD_DATABASE_URL; the suite's own server,
+tests/support/postgres.py) with no owner at all.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Shape:
     env: dict[str, str]
     api_url: str
     prefect_url: str
+    database_url: str | None = None
     key: str = ""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
 
@@ -79,8 +82,9 @@ class Shape:
         return codes
 
 
-@pytest.fixture(scope="module")
-def shape(tmp_path_factory: pytest.TempPathFactory, fake_llm_server: FakeOpenAI) -> Iterator[Shape]:
+@pytest.fixture(scope="module", params=["owner", "postgres"])
+def shape(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+          fake_llm_server: FakeOpenAI) -> Iterator[Shape]:
     root = tmp_path_factory.mktemp("scale-out")
     data = root / "data"
     data.mkdir()
@@ -92,12 +96,17 @@ def shape(tmp_path_factory: pytest.TempPathFactory, fake_llm_server: FakeOpenAI)
                LITELLM_LOCAL_MODEL_COST_MAP="True", SWITCHBOARD_LLM_API_BASE=fake_llm_server.base_url,
                SWITCHBOARD_AUTH_CACHE_SECONDS="2", SWITCHBOARD_RATE_LIMIT_PER_MINUTE="0")
     shape = Shape(data, env, f"http://127.0.0.1:{api_port}", env["PREFECT_API_URL"])
+    if request.param == "postgres":
+        from tests.support.postgres import new_database
+
+        shape.database_url = env["SWITCHBOARD_DATABASE_URL"] = new_database()
     try:
         # Independent first steps overlap: the Prefect server and the store owner start together.
         shape.spawn("prefect-server", [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                                        "--port", str(prefect_port)])
-        shape.spawn("store", [str(BIN / "switchboard"), "store"])
-        shape.wait_for("store", f"http://127.0.0.1:{store_port}/internal/health")
+        if shape.database_url is None:
+            shape.spawn("store", [str(BIN / "switchboard"), "store"])
+            shape.wait_for("store", f"http://127.0.0.1:{store_port}/internal/health")
         shape.spawn("api", [str(BIN / "switchboard"), "api", "--workers", "2", "--port", str(api_port)])
         out = shape.run("keys", "create", "--user", "scale-out", "--tier", "enterprise", "--prompt-optimization")
         shape.key = out.strip().splitlines()[-1]
@@ -156,7 +165,7 @@ def test_training_and_optimization_run_on_the_work_pool_behind_two_api_workers(
     # Both flow runs were executed by the work pool's workers, not by a runner.
     from storage.owner import open_store
 
-    store = open_store(shape.data_dir / "switchboard.duckdb", shape.data_dir / "run")
+    store = open_store(shape.data_dir / "switchboard.duckdb", shape.data_dir / "run", database_url=shape.database_url)
     try:
         flow_runs = [store.routers.state(pid).job.flow_run_id, store.jobs.get(run_id).flow_run_id]
     finally:
@@ -223,7 +232,7 @@ def test_two_api_workers_share_writes_sessions_feedback_and_revocations(shape: S
     # Every acknowledged write is in the one database, and both workers served (their pids name their files).
     from storage.owner import open_store
 
-    store = open_store(shape.data_dir / "switchboard.duckdb", shape.data_dir / "run")
+    store = open_store(shape.data_dir / "switchboard.duckdb", shape.data_dir / "run", database_url=shape.database_url)
     try:
         assert set(pids) <= {p.preference_id for p in store.preferences.for_user("scale-out")}
     finally:
@@ -240,6 +249,8 @@ def test_two_api_workers_share_writes_sessions_feedback_and_revocations(shape: S
     time.sleep(2.5)
     assert {post("/v2/preferences/userPreferenceCreate", {}, doomed).status_code for _ in range(10)} == {401}
 
+    if shape.database_url is not None:  # no owner, and no DuckDB file was ever opened
+        assert "store" not in shape.processes and not (shape.data_dir / "switchboard.duckdb").exists()
     for name in ("store", "api"):
         text = shape.log(name).lower()
         assert "locked" not in text and "traceback" not in text, shape.log(name)[-3000:]

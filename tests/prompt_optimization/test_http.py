@@ -194,7 +194,7 @@ def test_results_and_costs_read_what_the_flow_stored(client, optimizer_headers):
             ledger.add(provider=p, model=m, prices=price, usage={"prompt_tokens": 1000, "completion_tokens": 100},
                        task_type=task, position=position, role="target", latency_s=0.1)
     ledger.add(provider="openai", model="gpt-4o", prices=(2.5, 10.0), usage={"prompt_tokens": 10, "completion_tokens": 1},
-               task_type="pre-optimization evaluation", position=-1, role="target", latency_s=0.1)
+               task_type="pre-optimization evaluation", position=-1, role="origin", latency_s=0.25)
     events.append(get_settings().events_dir, "llm_usage", pa.Table.from_pylist(ledger.records,
                                                                                 schema=ledger.table([]).schema))
     cost0 = sum(r["total_cost"] for r in ledger.for_position(0))
@@ -220,7 +220,9 @@ def test_results_and_costs_read_what_the_flow_stored(client, optimizer_headers):
     first = costs["usage_records"][0]
     assert set(first) == {"id", "user_id", "organization_id", "adaptation_run_id", "optimization_run_id", "provider",
                           "model", "input_tokens", "output_tokens", "input_cost", "output_cost", "total_cost",
-                          "timestamp", "task_type"}
+                          "timestamp", "task_type", "role", "latency_s"}  # the last two beside the interface's
+    assert {(r["model"], r["role"], r["latency_s"]) for r in costs["usage_records"] if r["model"] == "gpt-4o"} == {
+        ("gpt-4o", "origin", 0.25)}
     mini = [r for r in costs["usage_records"] if r["model"] == "gpt-4o-mini"]
     assert sum(r["total_cost"] for r in mini) == pytest.approx(done["cost"])
     assert mini[0]["input_cost"] == pytest.approx(1000 * 0.15 / 1e6)

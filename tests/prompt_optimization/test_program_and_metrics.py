@@ -35,6 +35,17 @@ def test_program_state_saves_as_json(tmp_path):
     assert json.loads(path.read_text())["respond"]["signature"]["instructions"] == "Be precise."
 
 
+def test_exact_match_normalises_case_whitespace_and_final_punctuation():
+    assert metrics.exact_match("positive", "Positive.").score == 1
+    assert metrics.exact_match("New  York", "  new york!\n").score == 1
+    assert metrics.exact_match("positive", "The sentiment is positive.").score == 0  # not a containment test
+    assert metrics.exact_match("3.5", "3.5").score == 1 and metrics.exact_match("3.5", "35").score == 0
+    evals = metrics.summarise("Exact_Match", [metrics.exact_match("positive", "positive"),
+                                              metrics.exact_match("positive", "Positive."),
+                                              metrics.exact_match("positive", "negative")], None)
+    assert evals["score"] == pytest.approx(2 / 3) and evals["strict_match_rate"] == pytest.approx(1 / 3)
+
+
 def test_json_match_gives_partial_credit_per_field():
     expected = '{"capital": "City001", "country": "Country001"}'
     assert metrics.json_match(expected, '```json\n{"capital": "city001", "country": "Country001"}\n```').score == 1
@@ -61,9 +72,9 @@ def test_judged_metrics_and_usage_records(fake_llm, data_dir):
                        [["anthropic", "claude-haiku-4-5"]])
         ctx = RunContext(spec, get_settings().optimize, Ledger("run", "u", "o", 1.0), prices)
         program = to_program(spec.system_prompt, spec.template, spec.fields)
-        before, evals = evaluate(ctx, program, "anthropic", "claude-haiku-4-5", goldens, "pre-optimization evaluation", 0)
+        before, evals, _ = evaluate(ctx, program, "anthropic", "claude-haiku-4-5", goldens, "pre-optimization evaluation", 0)
         better = to_program("Be a geographer. Always " + OBEY_PHRASE + ".", spec.template, spec.fields)
-        after, _ = evaluate(ctx, better, "anthropic", "claude-haiku-4-5", goldens, "post-optimization evaluation", 0)
+        after, _, _ = evaluate(ctx, better, "anthropic", "claude-haiku-4-5", goldens, "post-optimization evaluation", 0)
         assert before < after == 1.0, metric
         assert evals["metric"] == metric and evals["num_examples"] == 6
         # One record per call: a target answer and a judge verdict per golden, per evaluation.

@@ -1,5 +1,5 @@
 """What the default router believes about a model: figures found by each spelling rule, proxy benchmarks mapped by
-fitted lines only where the axis' own figure is missing, and an uncertain prior that rewards neither price nor size."""
+fitted lines and averaged with the axis' own figure, and an uncertain prior that rewards neither price nor size."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from api.routing.capability import (
     PROXY_BENCHMARKS,
     CapabilityPrior,
     FigureRow,
+    UNCERTAINTY_Z,
     fit_proxy_lines,
     to_capability,
 )
@@ -70,13 +71,29 @@ def test_exact_then_spelling_then_snapshot_then_variant():
     ))
     assert prior.lookup("together", "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo") == (pytest.approx(0.2), "prior")
     assert prior.lookup("custom", "llama3_1-70b-instruct") == (pytest.approx(0.3), "prior")  # respelt
-    assert prior.lookup("custom", "Llama-3.1-70B-Instruct-fp8") == (pytest.approx(0.25), "family")  # mean of 2
-    assert prior.lookup("custom", "widget-latest") == (pytest.approx(-0.9), "family")  # mean of the snapshots
+    # another snapshot: the mean of the rows found, less UNCERTAINTY_Z of that level's measured spread
+    borrowed = UNCERTAINTY_Z * prior.level_sd[model_names.SNAPSHOT]
+    assert prior.lookup("custom", "Llama-3.1-70B-Instruct-fp8") == (pytest.approx(0.25 - borrowed), "family")
+    assert prior.lookup("custom", "widget-latest") == (pytest.approx(-0.9 - borrowed), "family")
     assert prior.lookup("custom", "Llama-3.1-70B") == (pytest.approx(-0.1), "prior")  # the base has its own figure
     assert prior.lookup("custom", "Llama-3.1-70B-chat")[1] == "family"  # a sibling's figure
 
 
-def test_proxy_benchmarks_map_by_a_line_only_where_the_axis_own_figure_is_missing():
+def test_a_borrowed_figure_carries_its_uncertainty_so_a_model_measured_under_its_own_name_wins_a_tie():
+    prior = CapabilityPrior(rows(
+        ("acme", "widget-2024-01-01", "MMLU", 70.0), ("acme", "widget-2024-06-01", "MMLU", 72.0),
+        ("acme", "gizmo", "MMLU", 71.0), ("acme", "gizmo-base", "MMLU", 61.0),
+        ("acme", "gizmo-base-chat", "MMLU", 65.0),
+    ))
+    # two snapshots 2 points apart: a borrowed snapshot figure is off by 2 / sqrt(2) points, 0.141 on the scale
+    assert prior.level_sd[model_names.SNAPSHOT] == pytest.approx(0.2 / np.sqrt(2))
+    assert prior.level_sd[model_names.VARIANT] == pytest.approx(0.4 / np.sqrt(2))  # a base and its chat sibling
+    own = prior.lookup("acme", "gizmo")[0]
+    snapshot = prior.lookup("acme", "widget-latest")[0]  # mean 71, the same as gizmo's own figure
+    assert snapshot == pytest.approx(own - UNCERTAINTY_Z * prior.level_sd[model_names.SNAPSHOT]) and snapshot < own
+
+
+def test_proxy_benchmarks_map_by_a_line_and_join_the_axis_own_figure():
     models = [("m%d" % i, mmlu, pro) for i, (mmlu, pro) in enumerate([(60, 30), (70, 40), (80, 50), (90, 60)])]
     figures = [("acme", m, "MMLU", mmlu) for m, mmlu, _ in models]
     figures += [("acme", m, "MMLU-Pro", pro) for m, _, pro in models]
@@ -89,7 +106,8 @@ def test_proxy_benchmarks_map_by_a_line_only_where_the_axis_own_figure_is_missin
     assert (slope, intercept) == (pytest.approx(expected_slope), pytest.approx(expected_intercept))
     assert (lower, upper) == (pytest.approx(to_capability(60)), pytest.approx(to_capability(90)))
     assert prior.lookup("acme", "pro-only")[0] == pytest.approx(intercept + slope * 45)
-    assert prior.lookup("acme", "both")[0] == pytest.approx(to_capability(62))  # its own MMLU wins
+    # own figure and proxy both count: their mean (a saturated benchmark no longer hides what another separates)
+    assert prior.lookup("acme", "both")[0] == pytest.approx((to_capability(62) + intercept + slope * 58) / 2)
     assert prior.lookup("acme", "far-out")[0] == pytest.approx(upper)  # clamped to the fitted range
     # too few models with both: no line, so the proxy is not used
     assert "MMLU-Pro" not in fit_proxy_lines({("x",): {"MMLU": 70.0, "MMLU-Pro": 40.0}})
@@ -101,7 +119,7 @@ def test_the_uncertain_prior_is_a_low_quantile_of_known_models_and_ignores_price
     prior = CapabilityPrior(rows(*known))
     caps = [to_capability(s) for s in (50, 60, 70, 80, 90)]
     assert prior.uncertain == pytest.approx([np.quantile(caps, 0.25)] * len(AXES))
-    cheap, how, per_axis = prior.profile("custom", "never-heard-of-it")
+    cheap, how, per_axis, _ = prior.profile("custom", "never-heard-of-it")
     assert how == "uncertain" and per_axis == ("uncertain",) * len(AXES)
     assert prior.skills("custom", "never-heard-of-it", 0.01, 4096)[0] == pytest.approx(cheap)
     assert prior.skills("custom", "never-heard-of-it-pro", 500.0, 2_000_000)[0] == pytest.approx(cheap)
@@ -133,6 +151,10 @@ def test_explain_says_where_each_axis_came_from(router):
     assert out[0]["source"] == "prior"  # its own MMLU-Pro figure, mapped onto knowledge
     assert out[0]["skills"]["maths"]["source"] == "family"  # its Instruct sibling's ZeroEval figures
     assert out[1]["skills"]["code"]["source"] == "imputed"  # only MMLU-Pro: code from knowledge
+    # each estimate says how uncertain it is: none for its own figure, the line's residual for an imputed one
+    assert out[0]["skills"]["knowledge"]["uncertainty"] == 0.0
+    assert out[1]["skills"]["code"]["uncertainty"] == pytest.approx(router.prior.imputation_sd["code"])
+    assert router.prior.imputation_sd["code"] > 0
     assert set(out[0]["skills"]) == set(AXES)
 
 

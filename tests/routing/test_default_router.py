@@ -84,3 +84,34 @@ def test_ranks_follow_the_prior_on_a_hard_query(router):
     ]
     q = router.predict_quality(f, ladder)
     assert list(np.argsort(-q)) == [0, 1, 2, 3, 4]
+
+
+def test_models_it_never_trained_on_are_compared_on_the_skills_the_query_needs(tmp_path):
+    # Two custom models with the same knowledge figure: the one with the maths figures wins a maths word problem,
+    # in both halves of the router (the pair IRT reads u(q) . s for a model it has no outcomes for).
+    figures = tmp_path / "figures.csv"
+    rows = ["provider,model,benchmark,score,protocol,source_url,source_note"]
+    rows += [f"acme,mathy,{b},{s},test,https://example.invalid,test" for b, s in
+             (("MMLU", 80), ("GSM8K", 95), ("HumanEval", 60))]
+    rows += [f"acme,wordy,{b},{s},test,https://example.invalid,test" for b, s in
+             (("MMLU", 80), ("GSM8K", 60), ("HumanEval", 60))]
+    figures.write_text("\n".join(rows) + "\n")
+    router = load_default_router(prior_path=figures)
+    cands = [Candidate("acme", "mathy", 1.0, 1.0, 32768), Candidate("acme", "wordy", 1.0, 1.0, 32768)]
+    prompt = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+              "How many clips did Natalia sell altogether in April and May?")
+    f = router.featurizer.featurize(prompt)
+    q = router.predict_quality(f, cands)
+    assert q[0] > q[1]
+    blend, router.blend = router.blend, 0.0  # the pair IRT alone
+    try:
+        assert router.predict_quality(f, cands)[0] > router.predict_quality(f, cands)[1]
+    finally:
+        router.blend = blend
+    # one query or a batch: the same figures
+    batch = router.predict_quality_batch(router.featurizer.featurize_batch([prompt, "What is the capital of Peru?"]),
+                                         cands)
+    assert batch[0] == pytest.approx(q)
+    # a model the router trained on keeps its own scoring whatever joins the candidate set
+    both = router.predict_quality(f, [GPT4, MIXTRAL] + cands)
+    assert both[:2] == pytest.approx(router.predict_quality(f, [GPT4, MIXTRAL]))

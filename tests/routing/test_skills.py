@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from api.routing.capability import AXES, CapabilityPrior, FallbackLine, FigureRow, to_capability
+from api.routing import model_names
+from api.routing.capability import AXES, UNCERTAINTY_Z, CapabilityPrior, FallbackLine, FigureRow, to_capability
 from api.routing.default_router import load_default_router
 from api.routing.router import Candidate
 from api.routing.skills import SkillModel
@@ -40,13 +41,16 @@ def test_a_skill_profile_comes_from_figures_then_family_then_lines(prior):
     exact, how = prior.skills("acme", "generalist-1", 1.0, None)
     assert how == "prior" and exact == pytest.approx([to_capability(80), to_capability(70), to_capability(60)])
     family, how = prior.skills("acme", "mathy-2025-06-30", 1.0, None)  # an unseen snapshot of a scored model
-    assert how == "family" and family[1] == pytest.approx(to_capability(90))
+    assert how == "family" and family[1] == pytest.approx(
+        to_capability(90) - UNCERTAINTY_Z * prior.level_sd[model_names.SNAPSHOT])
     other, _ = prior.skills("acme", "other", 1.0, None)
     assert other[1] == pytest.approx(to_capability(65))
     # MMLU only: maths and code from the knowledge lines
     imputed, how = prior.skills("acme", "knowledge-only", 1.0, None)
     k = to_capability(70)
-    assert how == "prior" and imputed == pytest.approx([k, 0.5 + k, -1.0 + k])
+    sd = prior.imputation_sd  # each line's residual on the figures, given up as on a borrowed figure
+    assert how == "prior" and imputed == pytest.approx(
+        [k, 0.5 + k - UNCERTAINTY_Z * sd["maths"], -1.0 + k - UNCERTAINTY_Z * sd["code"]])
     # nobody scored it: the uncertain prior on every axis, whatever the price (api/routing/capability.py)
     unknown, how = prior.skills("elsewhere", "brand-new", float(np.e ** 2), 8192)
     assert how == "uncertain" and unknown == pytest.approx(prior.uncertain)

@@ -1,5 +1,5 @@
-"""Checked by mypy, never run (tests/storage/test_interfaces.py): both implementations of the system of record
-satisfy storage/interfaces.py, each repository its domain's interface and each store the whole."""
+"""Checked by mypy, never run (tests/storage/test_interfaces.py): every implementation of the system of record
+(DuckDB's LocalStore, the owner's RPC client, PostgreSQL's store) satisfies storage/interfaces.py, each repository its domain's interface and each store the whole."""
 
 from storage.interfaces import Accounts, Jobs, Maintenance, Optimizations, Preferences, Routers, Store
 from storage.repositories.accounts import AccountRepository
@@ -8,6 +8,7 @@ from storage.repositories.maintenance import MaintenanceRepository
 from storage.repositories.optimizations import OptimizationRepository
 from storage.repositories.preferences import PreferenceRepository
 from storage.repositories.routers import RouterRepository
+from storage.postgres_store import PostgresStore
 from storage.rpc import RemoteStore
 from storage.store import LocalStore
 
@@ -17,6 +18,10 @@ def local_store(store: LocalStore) -> Store:
 
 
 def remote_store(store: RemoteStore) -> Store:
+    return store
+
+
+def postgres_store(store: PostgresStore) -> Store:
     return store
 
 

@@ -1,4 +1,5 @@
-"""Numbered, append-only migrations: against an empty database, twice, an old database, and a failing one."""
+"""Numbered, append-only migrations: against an empty database, twice, an old database, and a failing one; on both
+engines where the SQL runs (tests/storage/conftest.py), from the same files."""
 
 from __future__ import annotations
 
@@ -10,15 +11,20 @@ import duckdb
 import pytest
 
 from storage import migrate
+from storage.database import Database
+from storage.sql import SqlDatabase
 from storage.store import LocalStore
+from tests.storage.conftest import ENGINES
 
 MIGRATIONS_DIR = Path(str(resources.files("storage").joinpath("migrations")))
 CORE_TABLES = {"users", "api_keys", "preferences", "jobs", "custom_routers"}
 
 
-def tables(conn: duckdb.DuckDBPyConnection) -> set[str]:
-    return {r[0] for r in conn.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+def tables(conn: duckdb.DuckDBPyConnection | SqlDatabase) -> set[str]:
+    sql = "SELECT table_name FROM information_schema.tables WHERE table_schema IN ('main', 'public')"
+    if isinstance(conn, SqlDatabase):
+        return {r[0] for r in conn.rows(sql)}
+    return {r[0] for r in conn.execute(sql).fetchall()}
 
 
 def created_by_sql() -> set[str]:
@@ -29,15 +35,23 @@ def created_by_sql() -> set[str]:
     return names
 
 
-@pytest.fixture
-def conn(tmp_path: Path):
-    connection = duckdb.connect(str(tmp_path / "m.duckdb"))
-    yield connection
-    connection.close()
+@pytest.fixture(params=ENGINES)
+def conn(request: pytest.FixtureRequest, tmp_path: Path):
+    """An empty database, not migrated yet."""
+    if request.param == "duckdb":
+        engine: SqlDatabase = Database(tmp_path / "m.duckdb", apply_migrations=False)
+    else:
+        # lazy: the PostgreSQL half only
+        from storage.postgres import PostgresDatabase
+
+        engine = PostgresDatabase(request.getfixturevalue("postgres_url"), tmp_path, apply_migrations=False)
+    yield engine
+    engine.close()
 
 
 def test_migration_files_are_numbered_from_one_without_gaps():
-    sql_files = sorted(p.name for p in MIGRATIONS_DIR.iterdir() if p.suffix == ".sql")
+    # An engine's variant (NNNN_name.postgres.sql) is not a migration of its own (storage/migrate.py).
+    sql_files = sorted(p.name for p in MIGRATIONS_DIR.iterdir() if p.suffix == ".sql" and p.name.count(".") == 1)
     assert sql_files, "no migrations shipped"
     for name in sql_files:
         assert re.fullmatch(r"\d{4}_[a-z0-9_]+\.sql", name), f"{name} does not follow NNNN_name.sql"
@@ -51,7 +65,7 @@ def test_empty_database_gets_every_table_and_every_version(conn):
     applied = migrate.apply(conn)
     expected_versions = [v for v, _, _ in migrate.available()]
     assert applied == [name for _, name, _ in migrate.available()]
-    rows = conn.execute("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").fetchall()
+    rows = conn.rows("SELECT version, name, applied_at FROM schema_migrations ORDER BY version")
     assert [r[0] for r in rows] == expected_versions == list(range(1, len(expected_versions) + 1))
     assert [r[1] for r in rows] == applied
     assert all(r[2] is not None for r in rows)
@@ -63,11 +77,11 @@ def test_empty_database_gets_every_table_and_every_version(conn):
 
 def test_applying_twice_is_a_no_op(conn):
     migrate.apply(conn)
-    conn.execute("INSERT INTO users VALUES ('u', 'o', 'free', false, false, now())")
-    before = conn.execute("SELECT * FROM schema_migrations ORDER BY version").fetchall()
+    conn.run("INSERT INTO users VALUES ('u', 'o', 'free', false, false, now())")
+    before = conn.rows("SELECT * FROM schema_migrations ORDER BY version")
     assert migrate.apply(conn) == []
-    assert conn.execute("SELECT * FROM schema_migrations ORDER BY version").fetchall() == before
-    assert conn.execute("SELECT count(*) FROM users").fetchone()[0] == 1
+    assert conn.rows("SELECT * FROM schema_migrations ORDER BY version") == before
+    assert conn.rows("SELECT count(*) FROM users")[0][0] == 1
 
 
 def test_store_applies_migrations_once(tmp_path):
@@ -120,13 +134,13 @@ def test_a_failing_migration_is_rolled_back_and_not_recorded(conn, monkeypatch):
     next_version = shipped[-1][0] + 1
     broken = (next_version, f"{next_version:04d}_broken.sql",
               "CREATE TABLE half_done (x INTEGER); INSERT INTO half_done VALUES (1); SELECT * FROM no_such_table;")
-    monkeypatch.setattr(migrate, "available", lambda: [*shipped, broken])
-    with pytest.raises(duckdb.Error):
+    monkeypatch.setattr(migrate, "available", lambda engine="duckdb": [*shipped, broken])
+    with pytest.raises(Exception, match="no_such_table"):
         migrate.apply(conn)
     assert "half_done" not in tables(conn)
-    assert next_version not in {r[0] for r in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+    assert next_version not in {r[0] for r in conn.rows("SELECT version FROM schema_migrations")}
     # Once fixed, it applies.
     fixed = (next_version, broken[1], "CREATE TABLE half_done (x INTEGER);")
-    monkeypatch.setattr(migrate, "available", lambda: [*shipped, fixed])
+    monkeypatch.setattr(migrate, "available", lambda engine="duckdb": [*shipped, fixed])
     assert migrate.apply(conn) == [broken[1]]
     assert "half_done" in tables(conn)

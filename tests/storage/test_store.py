@@ -1,4 +1,5 @@
-"""The DuckDB system of record: keys and users, preferences, jobs, durability, and the one-writer rule."""
+"""The system of record on both engines (tests/storage/conftest.py): keys and users, preferences, jobs; and, on
+DuckDB, durability and the one-writer rule."""
 
 from __future__ import annotations
 
@@ -20,21 +21,6 @@ from storage.store import LocalStore
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "store.duckdb"
-
-
-@pytest.fixture
-def store(db: Path):
-    s = LocalStore(db)
-    yield s
-    try:
-        s.close()
-    except Exception:
-        pass  # a test closed it already
 
 
 def child_env() -> dict[str, str]:
@@ -319,7 +305,8 @@ def test_acknowledged_writes_survive_a_killed_process(db):
         store.close()
 
 
-def test_a_second_process_cannot_open_the_file_while_it_is_open(store, db):
+def test_a_second_process_cannot_open_the_file_while_it_is_open(db):
+    store = LocalStore(db)
     store.accounts.issue_key("alice")
     script = textwrap.dedent(f"""
         import sys

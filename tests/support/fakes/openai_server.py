@@ -6,7 +6,11 @@ Deterministic roles, recognised by the request's content:
   quarter of the questions, it wraps the answer in chatter. So a better prompt measurably scores better;
 - semantic-similarity judge: 0-10 from word overlap between the expected and the candidate answer;
 - custom judge: `score: 1` when the text after the last `Answer:` is exactly the taught answer, else `score: 0.2`;
-- reflection (GEPA's instruction writer): returns the current instruction plus OBEY_PHRASE in a ``` block.
+- reflection (GEPA's instruction writer): returns the current instruction plus OBEY_PHRASE in a ``` block; with
+  `rewrites = "overfit"` it adds OVERFIT_PHRASE instead, which makes the target answer only the questions in
+  `memorised` (better on the train goldens, worse on the test goldens); with `rewrites = "copy"` it pastes the
+  questions and answers it was shown into the instruction, and the target then answers exactly the questions
+  its system prompt contains (a candidate that learns the train set verbatim).
 Usage: prompt tokens = characters / 4 of all messages, completion tokens = characters / 4 of the reply (+1 each).
 Failure injection: `failing` models always answer 500; `flaky[model] = n` fails that model's next n calls with 503;
 `rate_limited[model] = n` answers its next n calls 429; `stalled[model] = s` holds each of its calls s seconds first;
@@ -32,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 OBEY_PHRASE = "reply with only the final answer"
+OVERFIT_PHRASE = "answer from memory only"
 
 
 def words(text: str) -> set[str]:
@@ -42,6 +47,8 @@ class FakeOpenAI:
     def __init__(self, delay_s: float = 0.0, keep_alive: bool = False) -> None:
         self.keep_alive = keep_alive  # HTTP/1.1 connections kept open between answers (benchmarks/gateway_overhead.py)
         self.answers: dict[str, str] = {}
+        self.rewrites = "obey"  # what the reflection model writes: "obey", "overfit" or "copy"
+        self.memorised: set[str] = set()  # the questions an OVERFIT_PHRASE prompt answers
         self.failing: set[str] = set()
         self.echo_key: set[str] = set()  # models that answer 401 quoting the bearer key they were sent
         self.flaky: dict[str, int] = {}
@@ -55,6 +62,7 @@ class FakeOpenAI:
         self.stall_s = 2.0
         self._cycle_calls: Counter = Counter()
         self.bodies: list[dict[str, Any]] = []
+        self.keys: list[tuple[str, str | None]] = []  # (model, Authorization header) of every request
         self.call_times: list[tuple[str, float]] = []  # (model, monotonic arrival), for backoff checks
         self.delay_s = delay_s
         self.calls: list[tuple[str, str]] = []  # (model, role)
@@ -82,6 +90,8 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+                with fake._lock:
+                    fake.keys.append((str(body.get("model", "")), self.headers.get("authorization")))
                 status, payload = fake.respond(body)
                 if status == 200 and body.get("stream"):
                     fake.stream(self, body, payload)
@@ -222,6 +232,11 @@ class FakeOpenAI:
         if "I provided an assistant with" in user:
             blocks = re.findall(r"```(.*?)```", user, flags=re.S)
             current = blocks[0].strip() if blocks else ""
+            if self.rewrites == "overfit":
+                return "reflection", f"```\n{current}\nAlways {OVERFIT_PHRASE}.\n```"
+            if self.rewrites == "copy":
+                shown = "\n".join(f"{q} -> {a}" for q, a in self.answers.items() if q in user)
+                return "reflection", f"```\n{current}\nKnown answers:\n{shown}\n```"
             return "reflection", f"Here is a better instruction:\n```\n{current}\nAlways {OBEY_PHRASE}, nothing else.\n```"
         if "semantic similarity" in system.lower():
             expected = re.search(r"Expected answer:\s*<<<(.*?)>>>", user, flags=re.S)
@@ -235,6 +250,10 @@ class FakeOpenAI:
             right = any(given == answer for answer in self.answers.values())
             return "judge", "The answer was checked.\nscore: " + ("1" if right else "0.2")
         for question, answer in self.answers.items():
+            if question in user and OVERFIT_PHRASE in system.lower():
+                return "target", answer if question in self.memorised else "I do not know."
+            if question in user and question in system:  # a prompt that copied this example
+                return "target", answer
             if question in user:
                 salt = int(hashlib.sha256(f"{model}|{question}".encode()).hexdigest(), 16)
                 if OBEY_PHRASE in system.lower() or salt % 4 == 0:
