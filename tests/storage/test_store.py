@@ -354,3 +354,21 @@ def test_timestamps_are_utc_aware(store):
     pref = store.preferences.create("alice", "t")
     after = datetime.now(timezone.utc)
     assert before <= pref.created_at <= after
+
+
+def test_learned_corrections_keep_every_version_and_move_one_pointer(store):
+    """Issue 23 (storage/repositories/learning.py): promotion and rollback move the pointer, nothing is deleted."""
+    pref = store.preferences.create("alice", "learns")
+    pid = pref.preference_id
+    first = store.learning.record_version(pid, 300, "{}", "{}", promote=True)
+    kept_out = store.learning.record_version(pid, 600, "{}", "{}", promote=False)
+    second = store.learning.record_version(pid, 900, "{}", "{}", promote=True)
+    assert store.learning.live(pid).version_id == second.version_id
+    assert [v.version_id for v in store.learning.all_live()] == [second.version_id]
+    assert store.learning.rollback(pid).version_id == first.version_id
+    assert store.learning.rollback(pid) is None and store.learning.live(pid) is None
+    assert store.learning.promote(pid, kept_out.version_id).is_live
+    assert [v.version_id for v in store.learning.versions(pid)] == [first.version_id, kept_out.version_id,
+                                                                    second.version_id]
+    assert store.preferences.update("alice", pid, PreferenceChanges(exploration_rate=0.05)).exploration_rate == 0.05
+    assert store.preferences.delete("alice", pid) == [] and store.learning.versions(pid) == []
