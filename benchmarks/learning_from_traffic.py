@@ -2,6 +2,10 @@
 trained on? Leave one benchmark out, simulate a caller with bandit feedback, print the learning curve.
 
     .venv/bin/python -m benchmarks.learning_from_traffic [--only mmlu,gsm8k] [--seeds 3] [--speed-rows 100000]
+    .venv/bin/python -m benchmarks.learning_from_traffic --through-api [--only gsm8k] [--judged 300] [--seeds 1]
+
+The second form runs the same learning curve through the real service instead (HTTP, Prefect):
+benchmarks/learning_from_traffic_api.py says how. The first, described below, calls the flow's code in process.
 
 For each left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, RouteLLM's per-prompt 0/1 outcomes in ../shared/data):
 1. the default router is trained without it (benchmarks/default_router_unseen.py: every copy of the benchmark and
@@ -238,12 +242,20 @@ def speed(rows: int, router, items) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="mmlu,gsm8k", help="benchmarks to leave out, comma-separated")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--judged", type=int, default=3000, help="judged prompts per seed (at most a quarter)")
+    parser.add_argument("--only", help="benchmarks to leave out, comma-separated (default: mmlu,gsm8k in process, "
+                                       "gsm8k through the API)")
+    parser.add_argument("--seeds", type=int, help="default: 3 in process, 1 through the API")
+    parser.add_argument("--judged", type=int, help="judged prompts per seed, at most a quarter (default: 3000 in "
+                                                   "process, 300 through the API)")
+    parser.add_argument("--through-api", action="store_true",
+                        help="through `switchboard serve`: HTTP traffic and feedback, the flow run by Prefect "
+                             "(--speed-rows does not apply)")
     parser.add_argument("--speed-rows", type=int, default=100_000, help="0: skip the timing")
     parser.add_argument("--router-cache", help="keep the left-out routers in this folder and reuse them")
     args = parser.parse_args()
+    only = args.only or ("gsm8k" if args.through_api else "mmlu,gsm8k")
+    judged = args.judged or (300 if args.through_api else 3000)
+    seeds = args.seeds or (1 if args.through_api else 3)
 
     from api.routing.default_router import load_default_router
     from benchmarks.default_router_unseen import SHARED, train_without
@@ -254,15 +266,23 @@ def main() -> int:
     print(f"load average {os.getloadavg()[0]:.1f}; exploration_rate {RATE}; cost_quality_tradeoff 5", flush=True)
     router = None
     try:
-        for benchmark in [b for b in args.only.split(",") if b]:
+        for benchmark in [b for b in only.split(",") if b]:
             folder = work / benchmark
             if not (folder / "router.json").exists():
                 shutil.rmtree(folder, ignore_errors=True)
                 train_without(benchmark, folder, keep_figures=False)
-            router = load_default_router(folder, folder / "model_benchmarks.csv")
             items = pairs[benchmark]
-            curve(benchmark, items, router, args.seeds, min(args.judged, len(items.prompts) // 4))
-        if args.speed_rows and router is not None:
+            judged_n = min(judged, len(items.prompts) // 4)
+            if args.through_api:
+                # lazy: the service harness (tests/support) only for this mode
+                from benchmarks.learning_from_traffic_api import curve_through_api
+
+                curve_through_api(benchmark, items, folder, folder / "model_benchmarks.csv", judged_n, N_FEEDBACK,
+                                  seeds)
+                continue
+            router = load_default_router(folder, folder / "model_benchmarks.csv")
+            curve(benchmark, items, router, seeds, judged_n)
+        if args.speed_rows and router is not None and not args.through_api:
             speed(args.speed_rows, router, items)
     finally:
         if not args.router_cache:

@@ -1,0 +1,187 @@
+"""The learning curve of benchmarks/learning_from_traffic.py through the real service: `switchboard serve` (API,
+store owner, Prefect server, flow runner) serving the default router trained without the benchmark, traffic and
+feedback over HTTP, the learn-from-traffic flow queued with `switchboard learning run` and run by Prefect.
+
+    .venv/bin/python -m benchmarks.learning_from_traffic --through-api [--only gsm8k] [--judged 300] [--seeds 1]
+
+For the left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, real per-prompt 0/1 outcomes), per seed:
+1. its prompts are shuffled as the in-process mode shuffles them; the last `--judged` are judged, the others are
+   the traffic, in order;
+2. a preference of its own with exploration_rate 0.1 routes the traffic through modelSelect at
+   cost_quality_tradeoff 5 and reports the chosen model's real outcome to the feedback endpoint; whatever the service
+   serves at that moment (the router, the nearest-neighbour residual that feedback feeds, a promoted correction)
+   chooses. A second preference does the same with a fair coin as the label: the noise control;
+3. at each checkpoint (0, 250, 500, 1,000, 2,000 feedbacks, as far as the traffic reaches) the flow is queued for
+   that preference and waited for; then, with exploration off, the judged prompts are routed at
+   cost_quality_tradeoff 0..10 through modelSelect under that preference and APGR (RouteLLM's) is computed from the
+   choices, as benchmarks/default_router_unseen.py does; exploration is switched back on for the next traffic.
+Checkpoint 0 is the fresh preference. Printed per checkpoint: APGR served and its gain over fresh, the flow's
+decision, its doubly robust estimate of the challenger's advantage (95 % interval), and the flow run's seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from benchmarks.default_router_quality_http import STRONG, WEAK, route_all
+from flows.evaluation import curve_from_choices, summarize
+from tests.support.service import BIN, Service, free_port, start_service
+
+TRADEOFF = 5
+RATE = 0.1
+FLOW_TIMEOUT_S = 600
+FEED_SETTLE_S = 3.0  # the API workers follow the store's change feed every 0.5 s (storage/rpc.py)
+FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def set_exploration(svc: Service, client: httpx.Client, preference: str, rate: float) -> None:
+    r = client.put(f"{svc.api_url}/v2/preferences/userPreferenceUpdate", headers=svc.headers,
+                   json={"preference_id": preference, "exploration_rate": rate})
+    r.raise_for_status()
+
+
+def send_traffic(svc: Service, preference: str, prompts: list[str], strong: np.ndarray, weak: np.ndarray,
+                 coins: np.ndarray | None) -> int:
+    """Route each prompt and report its label; returns how many went to the strong model."""
+    picks = np.zeros(len(prompts), dtype=bool)
+
+    def one(i: int, client: httpx.Client) -> None:
+        r = client.post(f"{svc.api_url}/v2/modelRouter/modelSelect", headers=svc.headers,
+                        json={"messages": [{"role": "user", "content": prompts[i]}], "llm_providers": [STRONG, WEAK],
+                              "cost_quality_tradeoff": TRADEOFF, "preference_id": preference})
+        r.raise_for_status()
+        body = r.json()
+        pick = body["providers"][0]
+        picks[i] = pick["model"] == STRONG["model"]
+        label = int(coins[i]) if coins is not None else int((strong if picks[i] else weak)[i])
+        f = client.post(f"{svc.api_url}/v2/report/metrics/feedback", headers=svc.headers,
+                        json={"session_id": body["session_id"], "provider": pick, "feedback": {"accuracy": label}})
+        f.raise_for_status()
+
+    with httpx.Client(timeout=60, limits=httpx.Limits(max_connections=4)) as client, \
+            ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda i: one(i, client), range(len(prompts))))
+    return int(picks.sum())
+
+
+def run_flow(svc: Service, preference: str) -> tuple[str, float]:
+    """Queue learn-from-traffic for the preference with the CLI, wait for Prefect to finish it: (state, seconds)."""
+    user, password = svc.prefect_login.split(":", 1)
+    env = dict(svc.env, PREFECT_API_URL=svc.prefect_url, PREFECT_API_AUTH_STRING=svc.prefect_login)
+    started = time.perf_counter()
+    out = subprocess.run([str(BIN / "switchboard"), "learning", "run", "--preference", preference,
+                          "--min-new-labels", "1"], env=env, capture_output=True, text=True, timeout=120, check=True)
+    run_id = out.stdout.strip().split()[-1]
+    deadline = time.monotonic() + FLOW_TIMEOUT_S
+    while time.monotonic() < deadline:
+        r = httpx.get(f"{svc.prefect_url}/flow_runs/{run_id}", auth=(user, password), timeout=30)
+        r.raise_for_status()
+        state = (r.json().get("state") or {}).get("type")
+        if state in FINAL:
+            return state, time.perf_counter() - started
+        time.sleep(1.0)
+    raise SystemExit(f"flow run {run_id} did not finish within {FLOW_TIMEOUT_S} s")
+
+
+def latest_version(svc: Service, preference: str) -> dict | None:
+    """The newest learned version of the preference, read through the store's owner as the flow writes it."""
+    # lazy: the owner's client is only needed once the service runs
+    from storage.rpc import RemoteStore
+
+    owner = json.loads((svc.data_dir / "run" / "owner.json").read_text())
+    store = RemoteStore(owner["url"], owner["token"])
+    try:
+        versions = store.learning.versions(preference)
+    finally:
+        store.close()
+    if not versions:
+        return None
+    v = versions[-1]
+    return {"version": v.version_id, "live": v.is_live, "labels": v.labels, **json.loads(v.evaluation)}
+
+
+def judge(svc: Service, client: httpx.Client, preference: str, prompts: list[str], strong: np.ndarray,
+          weak: np.ndarray) -> float:
+    set_exploration(svc, client, preference, 0.0)
+    time.sleep(FEED_SETTLE_S)
+    choose = route_all(svc.api_url, svc.headers, prompts, preference)
+    set_exploration(svc, client, preference, RATE)
+    return summarize(curve_from_choices(choose, strong, weak), float(weak.mean()), float(strong.mean())).apgr
+
+
+def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_n: int,
+                   checkpoints: tuple[int, ...], noise: bool) -> list[tuple[int, float, str]]:
+    """One simulated caller (its own preference, so its own dial, residual memory and corrections):
+    [(feedbacks, APGR served on the judged prompts, the flow's decision)] per checkpoint."""
+    order = np.random.default_rng(seed).permutation(len(items.prompts))  # the in-process mode's split
+    judged, traffic = order[-judged_n:], order[:-judged_n]
+    j_prompts = [items.prompts[i] for i in judged]
+    s_j, w_j = items.strong[judged], items.weak[judged]
+    coins = np.random.default_rng(seed + 1000).integers(0, 2, len(traffic)) if noise else None
+    r = client.post(f"{svc.api_url}/v2/preferences/userPreferenceCreate", headers=svc.headers,
+                    json={"name": f"learning seed {seed}{' noise' if noise else ''}"})
+    r.raise_for_status()
+    preference = r.json()["preference_id"]
+    set_exploration(svc, client, preference, RATE)
+    rows, fresh, sent = [], None, 0
+    for n in [n for n in checkpoints if n <= len(traffic)]:
+        t0 = time.perf_counter()
+        idx = traffic[sent:n]
+        send_traffic(svc, preference, [items.prompts[i] for i in idx], items.strong[idx], items.weak[idx],
+                     None if coins is None else coins[sent:n])
+        sent, traffic_s = n, time.perf_counter() - t0
+        decision, interval, flow_s = "-", "-", 0.0
+        if n:
+            state, flow_s = run_flow(svc, preference)
+            v = latest_version(svc, preference)
+            if state != "COMPLETED" or v is None:
+                decision = f"run {state.lower()}" if state != "COMPLETED" else "nothing fitted"
+            else:
+                d = v["difference"]
+                decision = v["decision"]
+                interval = f"{d['value']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
+        apgr = judge(svc, client, preference, j_prompts, s_j, w_j)
+        fresh = apgr if fresh is None else fresh
+        rows.append((n, apgr - fresh, decision))
+        print(f"  seed {seed} {n:>9}  {apgr:6.3f} ({apgr - fresh:+.3f})  {decision:<18}  {interval:<26}  "
+              f"{flow_s:6.1f}  {traffic_s:9.1f}", flush=True)
+    return [(n, fresh + gain, d) for n, gain, d in rows]
+
+
+def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_n: int, checkpoints: tuple[int, ...],
+                      seeds: int) -> None:
+    os.environ.update(SWITCHBOARD_DEFAULT_ROUTER_DIR=str(router_dir), SWITCHBOARD_MODEL_FIGURES=str(figures))
+    root = Path(tempfile.mkdtemp(prefix="switchboard-learning-api-"))
+    started = time.perf_counter()
+    svc = start_service(root / "data", free_port(), free_port())
+    print(f"\n{name} left out, through the API and Prefect: {len(items.prompts) - judged_n} prompts of traffic, "
+          f"{judged_n} judged; service up in {time.perf_counter() - started:.0f} s; "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    try:
+        with httpx.Client(timeout=60) as client:
+            for noise in (False, True):
+                kind = "random labels (noise control)" if noise else "real outcomes (bandit feedback)"
+                print(f"  {kind}", flush=True)
+                print(f"  {'':6} {'feedbacks':>9}  {'served APGR':>15}  {'flow decision':<18}  "
+                      f"{'DR difference [95 %]':<26}  {'flow s':>6}  {'traffic s':>9}", flush=True)
+                runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise) for seed in range(seeds)]
+                print(f"  mean of {seeds} seed(s): APGR served (gain over the fresh preference), flows that promoted")
+                for k, (n, _, _) in enumerate(runs[0]):
+                    apgr = np.mean([run[k][1] for run in runs])
+                    gain = np.mean([run[k][1] - run[0][1] for run in runs])
+                    promoted = sum(run[k][2] == "promoted" for run in runs)
+                    print(f"  {n:>9}  {apgr:6.3f} ({gain:+.3f})  {promoted}/{len(runs) if n else 0}", flush=True)
+    finally:
+        svc.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"  ({time.perf_counter() - started:.0f} s in all; load average {os.getloadavg()[0]:.1f})", flush=True)
