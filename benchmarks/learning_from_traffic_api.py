@@ -15,8 +15,9 @@ For the left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, real per-prompt 0/1 outc
    that preference and waited for; then, with exploration off, the judged prompts are routed at
    cost_quality_tradeoff 0..10 through modelSelect under that preference and APGR (RouteLLM's) is computed from the
    choices, as benchmarks/default_router_unseen.py does; exploration is switched back on for the next traffic.
-Checkpoint 0 is the fresh preference. Printed per checkpoint: APGR served and its gain over fresh, the flow's
-decision, its doubly robust estimate of the challenger's advantage (95 % interval), and the flow run's seconds.
+Checkpoint 0 is the fresh preference. Printed per checkpoint: the labels the flow read, APGR served and its gain
+over fresh, the flow's decision, its doubly robust estimate of the challenger's advantage (95 % interval), and the
+flow run's seconds.
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ from tests.support.service import BIN, Service, free_port, start_service
 TRADEOFF = 5
 RATE = 0.1
 FLOW_TIMEOUT_S = 600
-FEED_SETTLE_S = 3.0  # the API workers follow the store's change feed every 0.5 s (storage/rpc.py)
+# The API workers follow the store's change feed every 0.5 s (storage/rpc.py) and write event logs in batches a
+# second apart (docs/routing.md, "Sessions, privacy and durability"): waited for before the flow reads the feedback
+# and before the judged prompts are routed.
+FEED_SETTLE_S = 3.0
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
@@ -51,9 +55,8 @@ def set_exploration(svc: Service, client: httpx.Client, preference: str, rate: f
 
 
 def send_traffic(svc: Service, preference: str, prompts: list[str], strong: np.ndarray, weak: np.ndarray,
-                 coins: np.ndarray | None) -> int:
-    """Route each prompt and report its label; returns how many went to the strong model."""
-    picks = np.zeros(len(prompts), dtype=bool)
+                 coins: np.ndarray | None) -> None:
+    """Route each prompt and report its label (the chosen model's real outcome, or the coin)."""
 
     def one(i: int, client: httpx.Client) -> None:
         r = client.post(f"{svc.api_url}/v2/modelRouter/modelSelect", headers=svc.headers,
@@ -62,8 +65,8 @@ def send_traffic(svc: Service, preference: str, prompts: list[str], strong: np.n
         r.raise_for_status()
         body = r.json()
         pick = body["providers"][0]
-        picks[i] = pick["model"] == STRONG["model"]
-        label = int(coins[i]) if coins is not None else int((strong if picks[i] else weak)[i])
+        chose_strong = pick["model"] == STRONG["model"]
+        label = int(coins[i]) if coins is not None else int((strong if chose_strong else weak)[i])
         f = client.post(f"{svc.api_url}/v2/report/metrics/feedback", headers=svc.headers,
                         json={"session_id": body["session_id"], "provider": pick, "feedback": {"accuracy": label}})
         f.raise_for_status()
@@ -71,7 +74,6 @@ def send_traffic(svc: Service, preference: str, prompts: list[str], strong: np.n
     with httpx.Client(timeout=60, limits=httpx.Limits(max_connections=4)) as client, \
             ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda i: one(i, client), range(len(prompts))))
-    return int(picks.sum())
 
 
 def run_flow(svc: Service, preference: str) -> tuple[str, float]:
@@ -140,20 +142,21 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
         send_traffic(svc, preference, [items.prompts[i] for i in idx], items.strong[idx], items.weak[idx],
                      None if coins is None else coins[sent:n])
         sent, traffic_s = n, time.perf_counter() - t0
-        decision, interval, flow_s = "-", "-", 0.0
+        decision, interval, flow_s, labels = "-", "-", 0.0, 0
         if n:
+            time.sleep(FEED_SETTLE_S)
             state, flow_s = run_flow(svc, preference)
             v = latest_version(svc, preference)
             if state != "COMPLETED" or v is None:
                 decision = f"run {state.lower()}" if state != "COMPLETED" else "nothing fitted"
             else:
-                d = v["difference"]
+                d, labels = v["difference"], v["labels"]
                 decision = v["decision"]
                 interval = f"{d['value']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
         apgr = judge(svc, client, preference, j_prompts, s_j, w_j)
         fresh = apgr if fresh is None else fresh
         rows.append((n, apgr - fresh, decision))
-        print(f"  seed {seed} {n:>9}  {apgr:6.3f} ({apgr - fresh:+.3f})  {decision:<18}  {interval:<26}  "
+        print(f"  seed {seed} {n:>9}  {labels:>6}  {apgr:6.3f} ({apgr - fresh:+.3f})  {decision:<18}  {interval:<26}  "
               f"{flow_s:6.1f}  {traffic_s:9.1f}", flush=True)
     return [(n, fresh + gain, d) for n, gain, d in rows]
 
@@ -172,7 +175,7 @@ def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_
             for noise in (False, True):
                 kind = "random labels (noise control)" if noise else "real outcomes (bandit feedback)"
                 print(f"  {kind}", flush=True)
-                print(f"  {'':6} {'feedbacks':>9}  {'served APGR':>15}  {'flow decision':<18}  "
+                print(f"  {'':6} {'feedbacks':>9}  {'fitted':>6}  {'served APGR':>15}  {'flow decision':<18}  "
                       f"{'DR difference [95 %]':<26}  {'flow s':>6}  {'traffic s':>9}", flush=True)
                 runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise) for seed in range(seeds)]
                 print(f"  mean of {seeds} seed(s): APGR served (gain over the fresh preference), flows that promoted")
