@@ -1,8 +1,9 @@
 """What lives where under the data dir, and which data dir is configured.
 
 The data dir and the system of record's engine are the settings storage reads for itself (SWITCHBOARD_DATA_DIR,
-SWITCHBOARD_DATABASE_URL, SWITCHBOARD_DATABASE_POOL_TIMEOUT_S), so an analyst's notebook can call storage.analytics.connect() with no arguments;
-everything else configurable is read by api/settings.py, which takes these two from here too.
+SWITCHBOARD_DATABASE_URL and its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S), so an analyst's notebook can call
+storage.analytics.connect() with no arguments; everything else configurable is read by api/settings.py, which takes
+the first two from here too.
 """
 
 from __future__ import annotations
