@@ -6,7 +6,10 @@ where y_i is the thumbs up/down and q_i what the router predicted then). For a n
 
     w_i = max(0, (cos(e, e_i) - S0) / (1 - S0)) ** 2                (only similar queries count)
     rbar = sum(w_i r_i) / sum(w_i),  n = sum(w_i) ** 2 / sum(w_i ** 2)  (local mean, its effective count)
-    q'_m = clip(q_m + mu + B (rbar - mu), 0, 1),  B = tau2 / (tau2 + sigma2 / n)     if some w_i > 0, else q_m
+    d_m = B (rbar - mu),  B = tau2 / (tau2 + sigma2 / n)                  (if some w_i > 0; shrunk local deviation)
+    q'_m = clip(q_m + mu + d_m, 0, 1)                  (if any candidate has similar feedback, else q'_m = q_m)
+
+A candidate with no similar feedback of its own takes d = the other candidates' d, precision-weighted (n).
 
 mu is the model's residual mean over all its feedback (shrunk towards 0 by K pseudo-points). Added to every query
 near feedback, it shifts one model against the others by the same amount everywhere, so labels that say only "this
@@ -15,7 +18,9 @@ deviation rbar - mu is kept in the proportion B that the data say is signal: sig
 residuals' variance within neighbourhoods: a 0/1 label's binomial noise), tau2 how much more the neighbourhoods' means
 vary around mu than that noise alone would make them (method of moments over the stored points, leave-one-out).
 Random labels give tau2 ~ 0: every query near feedback gets the same shift. Consistent disagreement on one kind of
-query among others gives tau2 > 0 and moves that kind. Queries with no similar feedback are left as the router
+query among others gives tau2 > 0 and moves that kind. Feedback is bandit (only the chosen model is labelled), so
+near a query often only one model has feedback: what it says about the query's difficulty is shared with the others
+rather than read as that model being worse there. Queries with no similar feedback are left as the router
 predicted, whatever the preference's other feedback says; other preferences are never touched. A new feedback on the
 same session replaces the earlier one.
 """
@@ -144,20 +149,28 @@ class FeedbackMemory:
             if not models:
                 return quality
             e = unit(embedding)
-            adjusted = np.array(quality, dtype=np.float64)
+            n = len(model_keys)
+            mean, deviation, precision = np.zeros(n), np.zeros(n), np.zeros(n)
             for i, key in enumerate(model_keys):
                 points = models.get(key)
                 if points is None or not points.by_session:
                     continue
                 matrix, residuals, s = points.arrays()
+                mean[i] = s.mu
                 w = _kernel(matrix @ e)
                 total = float(w.sum())
                 if total > 0:
                     local = float(w @ residuals) / total
-                    n_eff = total * total / float(w @ w)
-                    strength = s.tau2 / (s.tau2 + s.sigma2 / n_eff)
-                    adjusted[i] += s.mu + strength * (local - s.mu)
-            return np.clip(adjusted, 0.0, 1.0)
+                    precision[i] = total * total / float(w @ w)  # the effective count of similar feedback
+                    deviation[i] = s.tau2 / (s.tau2 + s.sigma2 / precision[i]) * (local - s.mu)
+            if not precision.any():
+                return quality  # no similar feedback for any candidate: as the router predicted
+            # Bandit feedback labels only the model chosen, so near this query some models may have no feedback.
+            # They take the precision-weighted deviation of those that have: what labels say about how hard this
+            # kind of query is moves every model alike, and only a difference between models moves the choice.
+            shared = float(precision @ deviation / precision.sum())
+            deviation = np.where(precision > 0, deviation, shared)
+            return np.clip(np.asarray(quality, dtype=np.float64) + mean + deviation, 0.0, 1.0)
 
     def forget(self, preference_id: str) -> None:
         with self._lock:
