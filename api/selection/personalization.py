@@ -81,7 +81,7 @@ def estimate(matrix: np.ndarray, residuals: np.ndarray) -> _Shrinkage:
     # with one degree of freedom per neighbourhood; k: how many distinct neighbourhoods the points make): count only
     # what exceeds two standard errors, so a few neighbourhoods' chance spread does not pass for signal.
     k = max(1.0, float(np.sum(1.0 / (n_eff + 1.0))))
-    tau2 = max(0.0, excess - Z * np.sqrt(2.0 / k) * float(noise.mean()))
+    tau2 = max(0.0, excess - Z * float(np.sqrt(2.0 / k)) * float(noise.mean()))
     return _Shrinkage(mu, tau2, sigma2)
 
 
