@@ -1,8 +1,10 @@
 """Read-only SQL over everything the service stores, for notebooks and `switchboard report`, while it runs.
 
 `connect()` returns an in-memory DuckDB connection with the views of storage/analytics_views.sql over:
-- the Parquet event logs (sessions, feedback, llm_usage), read in place: every query sees each part file flushed
-  so far (writers publish whole files by rename, so a reader never sees half a file);
+- the Parquet event logs (sessions, feedback, llm_usage), read in place: on a local folder every query sees each
+  part file flushed so far (DuckDB lists the folder again at each query; writers publish whole files by rename, so
+  a reader never sees half a file); on another filesystem (`events_dir` a URI or a pyarrow filesystem, see
+  storage/events.py) through pyarrow, seeing the part files that existed at connect time, as the catalogue does;
 - the catalogue tables (jobs, preferences, routers, trainings, optimization runs), copied into memory at connect
   time, as `store.<table>`. While the service runs they come from a Parquet snapshot the owning process writes on
   request (RPC `export_analytics_snapshot`), because DuckDB refuses even a read-only open of a file another process
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
+import pyarrow.fs as pafs
 
 from storage import events, migrate
 from storage.database import DuckDbConnection
@@ -51,14 +54,16 @@ def view_names() -> list[str]:
     return [s.split("CREATE VIEW ", 1)[1].split()[0] for s in view_statements()]
 
 
-def connect(data_dir: Path | str | None = None) -> duckdb.DuckDBPyConnection:
-    """The analysts' connection for a data dir (default: the configured SWITCHBOARD_DATA_DIR)."""
+def connect(data_dir: Path | str | None = None, events_dir: events.EventsDir | None = None
+            ) -> duckdb.DuckDBPyConnection:
+    """The analysts' connection for a data dir (default: the configured SWITCHBOARD_DATA_DIR) and its event logs
+    (default: the data dir's events/ folder)."""
     layout = DataDir(Path(data_dir) if data_dir is not None else configured_data_dir())
     conn = duckdb.connect()
     try:
         _load_catalogue(conn, layout.db_path, layout.run_dir)
         for table in EVENT_TABLES:
-            _event_view(conn, layout.events_dir, table)
+            _event_view(conn, layout.events_dir if events_dir is None else events_dir, table)
         for statement in view_statements():
             conn.execute(statement)
     except BaseException:
@@ -124,7 +129,7 @@ def _copy_from_file(conn: duckdb.DuckDBPyConnection, db_path: Path) -> None:
         conn.execute("DETACH live")
 
 
-def _event_view(conn: duckdb.DuckDBPyConnection, events_dir: Path, table: str) -> None:
+def _event_view(conn: duckdb.DuckDBPyConnection, events_dir: events.EventsDir, table: str) -> None:
     name = f"events_{table}"
     # An empty table with the writer's schema, so every view binds: alone while nothing is logged, and beside the
     # part files otherwise, so columns added since older parts were written read as nulls.
@@ -134,9 +139,12 @@ def _event_view(conn: duckdb.DuckDBPyConnection, events_dir: Path, table: str) -
         conn.execute(f"CREATE TABLE {name}_schema AS SELECT *, NULL::DATE AS day FROM _empty_events")
     finally:
         conn.unregister("_empty_events")
-    if events.parts(events_dir, table):
-        pattern = sql_literal(Path(events.glob(events_dir, table)))
+    if not events.parts(events_dir, table):
+        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_schema")
+    elif isinstance(events.location(events_dir)[0], pafs.LocalFileSystem):
+        pattern = sql_literal(Path(events.glob(Path(events.location(events_dir)[1]), table)))
         conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_schema UNION ALL BY NAME SELECT * FROM"
                      f" read_parquet({pattern}, hive_partitioning = true, union_by_name = true)")
-    else:
-        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_schema")
+    else:  # DuckDB cannot list a pyarrow filesystem: it scans pyarrow's dataset, filters pushed down
+        conn.register(f"{name}_parts", events.dataset(events_dir, table, BY_TABLE[table]))
+        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_parts")

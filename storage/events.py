@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Iterable
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TypeAlias
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -43,13 +45,6 @@ def location(events_dir: EventsDir) -> tuple[pafs.FileSystem, str, str]:
 
 def _named(fs: pafs.FileSystem, prefix: str, path: str) -> Path | str:
     return Path(path) if isinstance(fs, pafs.LocalFileSystem) else prefix + path
-
-
-def table_dir(events_dir: Path | str, table: str) -> Path:
-    """A local events folder's table folder (readers that glob it with DuckDB)."""
-    if not table.replace("_", "").isalnum():
-        raise ValueError(f"bad event table name {table!r}")
-    return Path(events_dir) / table
 
 
 def _table_root(events_dir: EventsDir, table: str) -> tuple[pafs.FileSystem, str, str]:
@@ -93,20 +88,44 @@ def _is_part(info: pafs.FileInfo) -> bool:
             and info.base_name.endswith(".parquet") and info.path.rsplit("/", 2)[-2].startswith("day="))
 
 
-def parts(events_dir: EventsDir, table: str) -> list[Path | str]:
+def parts(events_dir: EventsDir, table: str, days: Iterable[date] | None = None) -> list[Path | str]:
+    """The table's part files (only those of the given days' folders, when given)."""
     fs, root, prefix = _table_root(events_dir, table)
-    return sorted(_named(fs, prefix, i.path) for i in _listing(fs, root, recursive=True) if _is_part(i))  # type: ignore[type-var]
+    if days is None:
+        found = _listing(fs, root, recursive=True)
+    else:
+        found = [i for day in days for i in _listing(fs, f"{root}/day={day.isoformat()}", recursive=False)]
+    return sorted(_named(fs, prefix, i.path) for i in found if _is_part(i))  # type: ignore[type-var]
 
 
-def read(events_dir: EventsDir, files: list[Path | str]) -> list[pa.Table]:
-    """The given part files (as `parts` named them), each as a table."""
+def _inside(prefix: str, file: Path | str) -> str:
+    return str(file).removeprefix(prefix) if prefix else str(file)
+
+
+def read(events_dir: EventsDir, files: list[Path | str], schema: pa.Schema | None = None) -> list[pa.Table]:
+    """The given part files (as `parts` named them), each as a table (with `schema`'s columns, when given)."""
     fs, _, prefix = location(events_dir)
-    return [pq.read_table(str(f).removeprefix(prefix) if prefix else str(f), filesystem=fs) for f in files]
+    return [pq.read_table(_inside(prefix, f), filesystem=fs, schema=schema) for f in files]
 
 
-def glob(events_dir: Path | str, table: str) -> str:
-    """A read_parquet() pattern for DuckDB over a local events folder (hive partitioning gives a `day` column)."""
-    return str(table_dir(events_dir, table) / "day=*" / "*.parquet")
+DAY = pa.field("day", pa.date32())
+
+
+def dataset(events_dir: EventsDir, table: str, schema: pa.Schema) -> ds.Dataset:
+    """Every part file of the table as one dataset read through its filesystem: `schema`'s columns (a part written
+    before a column was added reads it as nulls) and `day` from the folder name. A filter on a column skips the row
+    groups whose statistics exclude it. The part files are those listed now: a dataset never sees later flushes."""
+    fs, root, prefix = _table_root(events_dir, table)
+    files = [_inside(prefix, f) for f in parts(events_dir, table)]
+    return ds.dataset(files, schema=schema.append(DAY), filesystem=fs, format="parquet",
+                      partitioning=ds.partitioning(pa.schema([DAY]), flavor="hive"), partition_base_dir=root)
+
+
+def glob(events_dir: Path, table: str) -> str:
+    """A read_parquet() pattern for DuckDB over a local events folder (hive partitioning gives a `day` column):
+    unlike `dataset`, DuckDB lists the files again at every query."""
+    _table_root(events_dir, table)  # checks the name
+    return str(Path(events_dir) / table / "day=*" / "*.parquet")
 
 
 def compact(events_dir: EventsDir, table: str, today: date | None = None, min_files: int = 2) -> int:

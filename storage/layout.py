@@ -1,8 +1,9 @@
 """What lives where under the data dir, and which data dir is configured.
 
 The data dir and the system of record's engine are the settings storage reads for itself (SWITCHBOARD_DATA_DIR,
-SWITCHBOARD_DATABASE_URL), so an analyst's notebook can call storage.analytics.connect() with no arguments;
-everything else configurable is read by api/settings.py, which takes these two from here too.
+SWITCHBOARD_DATABASE_URL and its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S), so an analyst's notebook can call
+storage.analytics.connect() with no arguments; everything else configurable is read by api/settings.py, which takes
+the first two from here too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,24 @@ def configured_database_url() -> str | None:
     """A postgresql:// URL: PostgreSQL is the system of record and no store owner runs (docs/deployment.md).
     Unset: the embedded DuckDB file under the data dir."""
     return os.environ.get("SWITCHBOARD_DATABASE_URL") or None
+
+
+DEFAULT_POOL_TIMEOUT_S = 2.0
+
+
+def configured_pool_timeout_s() -> float:
+    """How long a request waits for one of its process's PostgreSQL connections before it is answered 503 (with
+    Retry-After). Short: while PostgreSQL is down the pool has none to give, and a caller told to retry in a second
+    is better off than one held for ten; with healthy transactions of milliseconds, a wait this long means none
+    will come soon."""
+    text = os.environ.get("SWITCHBOARD_DATABASE_POOL_TIMEOUT_S")
+    if not text:
+        return DEFAULT_POOL_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise SystemExit(f"SWITCHBOARD_DATABASE_POOL_TIMEOUT_S must be a number of seconds, not {text!r}") from None
+    return max(0.1, value)
 
 
 @dataclass(frozen=True)

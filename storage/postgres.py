@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from storage import migrate
 from storage.errors import DatabaseUnavailable
+from storage.layout import configured_pool_timeout_s
 from storage.sql import SqlDatabase
 
 CHANGES_CHANNEL = "switchboard_changes"
@@ -35,6 +37,16 @@ def placeholders(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
+OPEN_TIMEOUT_S = 10.0  # at start-up, how long PostgreSQL may take to answer at all
+# libpq waits for the OS's TCP timeout (minutes) on a host that vanished (failover, network cut) unless told otherwise.
+CONNECT_TIMEOUT_S = 3
+
+
+def connect_options(url: str) -> dict[str, Any]:
+    """libpq options the URL does not set itself."""
+    return {} if "connect_timeout" in conninfo_to_dict(url) else {"connect_timeout": CONNECT_TIMEOUT_S}
+
+
 _DOUBLE = re.compile(r"\bDOUBLE\b(?!\s+PRECISION)", re.I)
 
 
@@ -43,14 +55,15 @@ class PostgresDatabase(SqlDatabase):
     FOR_UPDATE = " FOR UPDATE"
 
     def __init__(self, url: str, data_dir: Path, max_connections: int = 10, apply_migrations: bool = True,
-                 connect_timeout_s: float = 10.0) -> None:
+                 open_timeout_s: float = OPEN_TIMEOUT_S, pool_timeout_s: float | None = None) -> None:
         super().__init__(data_dir)
         self.url = url
         self.origin = secrets.token_hex(8)
-        self.pool = ConnectionPool(url, min_size=1, max_size=max_connections, open=False,
-                                   timeout=connect_timeout_s, name="switchboard")
+        self.pool = ConnectionPool(url, min_size=1, max_size=max_connections, open=False, kwargs=connect_options(url),
+                                   timeout=configured_pool_timeout_s() if pool_timeout_s is None else pool_timeout_s,
+                                   name="switchboard")
         try:
-            self.pool.open(wait=True, timeout=connect_timeout_s)
+            self.pool.open(wait=True, timeout=open_timeout_s)
         except Exception as exc:
             self.pool.close()
             raise DatabaseUnavailable(f"PostgreSQL at {_safe(url)} does not answer: {exc}") from exc

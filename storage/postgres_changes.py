@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from storage.postgres import CHANGES_CHANNEL, ORIGIN_SEPARATOR
+from storage.postgres import CHANGES_CHANNEL, ORIGIN_SEPARATOR, connect_options
 
 log = logging.getLogger("switchboard.storage")
 WAKE_S = 0.5  # how often the listening thread looks up from the socket to see whether it should stop
@@ -31,7 +31,7 @@ class ChangeListener:
         self._thread.start()
 
     def _connect(self) -> None:
-        conn = psycopg.connect(self._url, autocommit=True)
+        conn = psycopg.connect(self._url, autocommit=True, **connect_options(self._url))
         conn.execute(f"LISTEN {CHANGES_CHANNEL}")
         self._conn = conn
 

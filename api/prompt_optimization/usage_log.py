@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import duckdb
+import pyarrow.dataset as ds
 
 from storage import events
+from storage.event_schemas import USAGE_SCHEMA
 
-COLUMNS = ("id, user_id, organization_id, adaptation_run_id, provider, model, input_tokens, output_tokens,"
-           " input_cost, output_cost, total_cost, timestamp, task_type, position, role, latency_s")
+COLUMNS = ("id", "user_id", "organization_id", "adaptation_run_id", "provider", "model", "input_tokens",
+           "output_tokens", "input_cost", "output_cost", "total_cost", "timestamp", "task_type", "position", "role",
+           "latency_s")
 
 
-def run_usage(events_dir: Path, run_id: str) -> list[dict[str, Any]]:
-    if not events.parts(events_dir, "llm_usage"):
-        return []
-
-    conn = duckdb.connect()  # in-memory: reads Parquet only, never the owned database file
-    try:
-        cursor = conn.execute(
-            f"SELECT {COLUMNS} FROM read_parquet(?, hive_partitioning = true, union_by_name = true)"
-            " WHERE adaptation_run_id = ? ORDER BY timestamp, id", [events.glob(events_dir, "llm_usage"), run_id])
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
-    finally:
-        conn.close()
+def run_usage(events_dir: events.EventsDir, run_id: str) -> list[dict[str, Any]]:
+    logged = events.dataset(events_dir, "llm_usage", USAGE_SCHEMA)
+    rows = logged.to_table(columns=list(COLUMNS), filter=ds.field("adaptation_run_id") == run_id)
+    return rows.sort_by([("timestamp", "ascending"), ("id", "ascending")]).to_pylist()

@@ -19,9 +19,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.dataset as ds
 
 from storage import events
 from storage.event_buffer import EventBuffer
@@ -58,13 +57,13 @@ def session_created_s(session_id: str) -> float | None:
 # What feedback reads from a recent session: the in-memory index keeps these instead of the whole row, whose bulk
 # is the messages (feedback needs only their routing embedding, taken at decision time): ~1 KB a session, not ~5.
 FEEDBACK_FIELDS = ("session_id", "user_id", "preference_id", "hashed", "eligible", "predicted_quality", "chosen",
-                   "chosen_label_provider", "chosen_label_model")
+                   "chosen_label_provider", "chosen_label_model", "router_quality")
 
 
 class SessionLog:
-    def __init__(self, events_dir: Path, flush_seconds: float, recent: int = 20_000) -> None:
+    def __init__(self, events_dir: events.EventsDir, flush_seconds: float, recent: int = 20_000) -> None:
         self.events_dir, self.flush_seconds = events_dir, flush_seconds
-        self._feedback_seen: set[Path] = set()
+        self._feedback_seen: set[Path | str] = set()
         self.sessions = EventBuffer(events_dir, "sessions", SESSION_SCHEMA, flush_seconds)
         self.feedback = EventBuffer(events_dir, "feedback", FEEDBACK_SCHEMA, flush_seconds)
         self._recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -83,7 +82,7 @@ class SessionLog:
     def record(self, row: dict[str, Any], embedding: Any = None) -> None:
         """Log the decision; index it for feedback with the query's routing embedding (None for hashed ones)."""
         self.sessions.add(row)
-        recent = {name: row[name] for name in FEEDBACK_FIELDS}
+        recent = {name: row.get(name) for name in FEEDBACK_FIELDS}  # a missing column is null in the log too
         recent["embedding"] = embedding
         with self._lock:
             self._recent[row["session_id"]] = recent
@@ -112,16 +111,9 @@ class SessionLog:
         return found
 
     def _find_flushed(self, session_id: str) -> dict[str, Any] | None:
-        if not events.parts(self.events_dir, "sessions"):
-            return None
-
-        with duckdb.connect() as conn:
-            result = conn.execute(
-                "SELECT * FROM read_parquet(?, hive_partitioning = false, union_by_name = true)"
-                " WHERE session_id = ? LIMIT 1", [events.glob(self.events_dir, "sessions"), session_id])
-            columns = [d[0] for d in result.description]
-            found = result.fetchone()
-        return dict(zip(columns, found)) if found else None
+        logged = events.dataset(self.events_dir, "sessions", SESSION_SCHEMA)
+        found = logged.head(1, columns=SESSION_SCHEMA.names, filter=ds.field("session_id") == session_id)
+        return found.to_pylist()[0] if found.num_rows else None
 
     def record_feedback(self, row: dict[str, Any]) -> None:
         self.feedback.add(row)
@@ -131,25 +123,21 @@ class SessionLog:
         self.feedback.flush()
         files = events.parts(self.events_dir, "feedback")
         self._feedback_seen.update(files)
-        return _read_feedback(files)
+        return self._read_feedback(files)
 
     def new_feedback(self) -> pa.Table:
         """Feedback rows in part files not read before (other workers' flushes since the last call), oldest first.
         Only today's and yesterday's folders are watched: rows are written to today's, and housekeeping rewrites
         only older days. This worker's own files come back too; replaying a session's feedback is idempotent."""
         today = datetime.now(timezone.utc).date()
-        root = events.table_dir(self.events_dir, "feedback")
-        watched = sorted(f for day in (today - timedelta(days=1), today)
-                         for f in (root / f"day={day.isoformat()}").glob("part-*.parquet"))
+        watched = events.parts(self.events_dir, "feedback", days=(today - timedelta(days=1), today))
         files = [f for f in watched if f not in self._feedback_seen]
         # Remember only what is still watched: a worker lists up to one file per worker a second, for ever.
         self._feedback_seen = set(watched)
-        return _read_feedback(files)
+        return self._read_feedback(files)
 
-
-def _read_feedback(files: list[Path]) -> pa.Table:
-    if not files:
-        return FEEDBACK_SCHEMA.empty_table()
-
-    table = pa.concat_tables([pq.read_table(f, schema=FEEDBACK_SCHEMA) for f in files])
-    return table.sort_by([("created_at", "ascending")])
+    def _read_feedback(self, files: list[Path | str]) -> pa.Table:
+        if not files:
+            return FEEDBACK_SCHEMA.empty_table()
+        table = pa.concat_tables(events.read(self.events_dir, files, schema=FEEDBACK_SCHEMA))
+        return table.sort_by([("created_at", "ascending")])

@@ -1,17 +1,22 @@
 """The event logs go through a pyarrow filesystem (storage/events.py): the same appends, listing, reading and
-compaction on a local folder given as a path, the same folder given as a file:// URI, and a filesystem object as an
-object store is given (pyarrow's in-memory one standing in for S3: no renames, no fsync)."""
+compaction, and the readers of the logs, on a local folder given as a path, the same folder given as a file:// URI,
+and a filesystem object as an object store is given (pyarrow's in-memory one standing in for S3: no renames, no
+fsync)."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import uuid
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from storage import events
+from api.prompt_optimization.usage_log import run_usage
+from api.selection.sessions import SessionLog, new_session_id
+from storage import analytics, events
+from storage.event_schemas import USAGE_SCHEMA
 
 TODAY = date(2026, 3, 10)
 
@@ -53,3 +58,63 @@ def test_compaction_merges_finished_days_on_any_filesystem(events_dir):
     assert len(listed) == 2  # one merged file for the old day, today's untouched
     merged = [t for t in events.read(events_dir, listed) if t.num_rows == 6]
     assert len(merged) == 1 and sorted(merged[0].column("n").to_pylist()) == list(range(6))
+
+
+# The readers of the logs (session lookups, feedback following, a run's usage, the analysts' views) on each of them.
+
+def session(session_id: str, user: str = "u") -> dict:
+    return {"session_id": session_id, "created_at": datetime.now(timezone.utc), "user_id": user,
+            "organization_id": user, "preference_id": "p", "hashed": False, "content": "[]", "content_hash": "h",
+            "eligible": ["openai/gpt-4o"], "predicted_quality": [0.5], "chosen": "openai/gpt-4o",
+            "chosen_label_provider": "openai", "chosen_label_model": "gpt-4o"}
+
+
+def feedback(session_id: str) -> dict:
+    return {"feedback_id": f"f-{session_id}", "created_at": datetime.now(timezone.utc), "session_id": session_id,
+            "user_id": "u", "model": "openai/gpt-4o", "accuracy": 1, "embedding": [1.0, 0.0]}
+
+
+def test_session_lookup_and_feedback_following_read_through_the_filesystem(events_dir):
+    writer, reader = SessionLog(events_dir, flush_seconds=60), SessionLog(events_dir, flush_seconds=60)
+    ids = [new_session_id() for _ in range(3)]
+    for sid in ids:
+        writer.record(session(sid))
+        writer.record_feedback(feedback(sid))
+    writer.sessions.flush()
+    writer.feedback.flush()
+    found = reader.find(ids[1])  # not in the reader's memory: read from the log
+    assert found["session_id"] == ids[1] and found["user_id"] == "u" and found["eligible"] == ["openai/gpt-4o"]
+    assert found["exploration_rate"] is None  # a column the row did not set reads as null
+    assert reader.find(str(uuid.uuid4())) is None  # not a time-ordered id: no wait for a flush
+    assert reader.new_feedback().column("session_id").to_pylist() == ids
+    assert reader.new_feedback().num_rows == 0  # each file once
+    writer.record_feedback(feedback("later"))
+    writer.feedback.flush()
+    assert reader.new_feedback().column("session_id").to_pylist() == ["later"]
+    assert reader.all_feedback().num_rows == 4
+
+
+def usage(record_id: str, run_id: str, at: float) -> dict:
+    return {"id": record_id, "user_id": "u", "adaptation_run_id": run_id, "provider": "openai", "model": "gpt-4o",
+            "input_tokens": 10, "output_tokens": 2, "total_cost": 0.5, "timestamp": at, "role": "target"}
+
+
+def test_a_runs_usage_reads_through_the_filesystem(events_dir):
+    events.append(events_dir, "llm_usage", pa.Table.from_pylist(
+        [usage("b", "run1", 2.0), usage("x", "run2", 1.0), usage("a", "run1", 2.0)], schema=USAGE_SCHEMA))
+    events.append(events_dir, "llm_usage", pa.Table.from_pylist([usage("c", "run1", 1.0)], schema=USAGE_SCHEMA))
+    rows = run_usage(events_dir, "run1")
+    assert [r["id"] for r in rows] == ["c", "a", "b"]  # by timestamp, then id
+    assert rows[0]["role"] == "target" and rows[0]["latency_s"] is None and "day" not in rows[0]
+    assert run_usage(events_dir, "nothing") == []
+
+
+def test_the_analysts_views_read_the_logs_through_the_filesystem(events_dir, tmp_path):
+    writer = SessionLog(events_dir, flush_seconds=60)
+    for sid in (new_session_id(), new_session_id()):
+        writer.record(session(sid, user="analyst"))
+    writer.sessions.flush()
+    with analytics.connect(tmp_path / "data", events_dir=events_dir) as conn:
+        assert conn.execute("SELECT count(*), min(user_id), count(DISTINCT day) FROM events_sessions"
+                            ).fetchone() == (2, "analyst", 1)
+        assert conn.execute("SELECT count(*) FROM events_feedback").fetchone() == (0,)
