@@ -16,8 +16,8 @@ For the left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, real per-prompt 0/1 outc
    cost_quality_tradeoff 0..10 through modelSelect under that preference and APGR (RouteLLM's) is computed from the
    choices, as benchmarks/default_router_unseen.py does; exploration is switched back on for the next traffic.
 Checkpoint 0 is the fresh preference. Printed per checkpoint: the labels the flow read, APGR served and its gain
-over fresh, the flow's decision, its doubly robust estimate of the challenger's advantage (95 % interval), and the
-flow run's seconds.
+over fresh, the flow's decision, its doubly robust estimate of the challenger's advantage (95 % interval), the
+flow run's seconds, and the strong model's share of the judged prompts at every other setting of the dial.
 """
 
 from __future__ import annotations
@@ -113,12 +113,14 @@ def latest_version(svc: Service, preference: str) -> dict | None:
 
 
 def judge(svc: Service, client: httpx.Client, preference: str, prompts: list[str], strong: np.ndarray,
-          weak: np.ndarray) -> float:
+          weak: np.ndarray) -> tuple[float, np.ndarray]:
+    """(APGR over the dial's 11 settings, the strong model's share at each)."""
     set_exploration(svc, client, preference, 0.0)
     time.sleep(FEED_SETTLE_S)
     choose = route_all(svc.api_url, svc.headers, prompts, preference)
     set_exploration(svc, client, preference, RATE)
-    return summarize(curve_from_choices(choose, strong, weak), float(weak.mean()), float(strong.mean())).apgr
+    apgr = summarize(curve_from_choices(choose, strong, weak), float(weak.mean()), float(strong.mean())).apgr
+    return apgr, choose.mean(axis=1)
 
 
 def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_n: int,
@@ -153,11 +155,11 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
                 d, labels = v["difference"], v["labels"]
                 decision = v["decision"]
                 interval = f"{d['value']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
-        apgr = judge(svc, client, preference, j_prompts, s_j, w_j)
+        apgr, shares = judge(svc, client, preference, j_prompts, s_j, w_j)
         fresh = apgr if fresh is None else fresh
         rows.append((n, apgr - fresh, decision))
         print(f"  seed {seed} {n:>9}  {labels:>6}  {apgr:6.3f} ({apgr - fresh:+.3f})  {decision:<18}  {interval:<26}  "
-              f"{flow_s:6.1f}  {traffic_s:9.1f}", flush=True)
+              f"{flow_s:6.1f}  {traffic_s:9.1f}  {' '.join(f'{x:.2f}' for x in shares[::2])}", flush=True)
     return [(n, fresh + gain, d) for n, gain, d in rows]
 
 
@@ -176,7 +178,8 @@ def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_
                 kind = "random labels (noise control)" if noise else "real outcomes (bandit feedback)"
                 print(f"  {kind}", flush=True)
                 print(f"  {'':6} {'feedbacks':>9}  {'fitted':>6}  {'served APGR':>15}  {'flow decision':<18}  "
-                      f"{'DR difference [95 %]':<26}  {'flow s':>6}  {'traffic s':>9}", flush=True)
+                      f"{'DR difference [95 %]':<26}  {'flow s':>6}  {'traffic s':>9}  "
+                      "strong share at t = 0, 2, .., 10", flush=True)
                 runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise) for seed in range(seeds)]
                 print(f"  mean of {seeds} seed(s): APGR served (gain over the fresh preference), flows that promoted")
                 for k, (n, _, _) in enumerate(runs[0]):
