@@ -53,7 +53,7 @@ FEEDBACK_SCHEMA = pa.schema([
     ("preference_id", pa.string()),
     ("model", pa.string()),                         # provider/model, catalogue naming
     ("accuracy", pa.int8()),
-    ("predicted_quality", pa.float32()),            # the router's own, before feedback (older rows: as served)
+    ("predicted_quality", pa.float32()),
     ("embedding", pa.list_(pa.float32())),          # the query's embedding, for personalisation after restarts
 ])
 

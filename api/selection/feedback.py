@@ -68,11 +68,7 @@ class FeedbackService:
         embedding = session.get("embedding")
         if embedding is None:  # an older session, read back from the log: embed its stored messages again
             embedding = self.selection.embed_text(msgspec.json.decode(session["content"]))
-        # The residual the memory learns is measured against what it adds to: the router's own prediction, not the
-        # one it had already adjusted (older sessions kept only the latter).
-        before = session.get("router_quality")
-        predicted = float((session["predicted_quality"] if before is None else before)
-                          [list(session["eligible"]).index(chosen)])
+        predicted = float(session["predicted_quality"][list(session["eligible"]).index(chosen)])
         feedback_id = str(uuid.uuid4())
         label = int(report.feedback.accuracy)
         self.sessions.record_feedback({
