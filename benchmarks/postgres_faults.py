@@ -37,6 +37,7 @@ import psycopg
 
 from api.cli.processes import Child, free_port
 from api.cli.supervisor import api_argv
+from tests.support.service import wait_for_api
 
 CLIENTS = 2  # per API worker
 RUN_S = 6.0  # load before and after each fault
@@ -125,16 +126,7 @@ def start_apis(url: str, root: Path, pool_timeout_s: float = 2.0, n: int = 2
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         urls.append(f"http://127.0.0.1:{port}")
     for base in urls:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/internal/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"the API at {base} did not start")
-            time.sleep(0.5)
+        wait_for_api(base)
     return processes, urls, key, preference_id
 
 

@@ -50,6 +50,20 @@ def tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
+def wait_for_api(base: str, timeout: float = 120) -> None:
+    """Until the API at `base` answers its health check; RuntimeError after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{base}/internal/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the API at {base} did not start")
+        time.sleep(0.5)
+
+
 @contextmanager
 def running_api(extra_env: dict[str, str] | None = None) -> Iterator[LocalApi]:
     """The API on a fresh data dir and a free port; extra_env (e.g. SWITCHBOARD_DEFAULT_ROUTER_DIR) for the
@@ -69,14 +83,7 @@ def running_api(extra_env: dict[str, str] | None = None) -> Iterator[LocalApi]:
                               start_new_session=True)  # the options `switchboard serve` gives granian
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(240):
-            try:
-                if httpx.get(f"{base}/internal/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            raise RuntimeError("the API did not start")
+        wait_for_api(base)
         yield LocalApi(base, key, server.pid, data_dir)
     finally:
         Child("API", server).stop(timeout=30)
