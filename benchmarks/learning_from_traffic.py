@@ -51,6 +51,14 @@ def apgr_of(gap: np.ndarray, strong: np.ndarray, weak: np.ndarray) -> float:
     return summarize(threshold_curve(gap, strong, weak), float(weak.mean()), float(strong.mean())).apgr
 
 
+
+def pair_candidates() -> list:
+    """The pair as modelSelect's custom candidates, at their list prices per million tokens."""
+    from api.routing.router import Candidate  # lazy: after the data dir is set
+
+    return [Candidate(provider=STRONG[0], model=STRONG[1], input_price=10.0, output_price=30.0),
+            Candidate(provider=WEAK[0], model=WEAK[1], input_price=0.6, output_price=0.6)]
+
 def simulate(quality: np.ndarray, features: np.ndarray, strong: np.ndarray, weak: np.ndarray, traffic: np.ndarray,
              rng: random.Random, noise: bool) -> dict:
     """Route the traffic (router alone, exploring), with bandit labels; returns the logged evidence as arrays."""
@@ -117,13 +125,11 @@ def full_label_ceiling(quality, features, strong, weak, seed, judged_n, version)
 
 
 def curve(name, items, router, seeds: int, judged_n: int) -> None:
-    from api.routing.router import Candidate
     from api.selection.learned import Correction
     from flows.learning.learn import learn
     from flows.learning.off_policy import corrected_quality
 
-    candidates = [Candidate(provider=STRONG[0], model=STRONG[1], input_price=10.0, output_price=30.0),
-                  Candidate(provider=WEAK[0], model=WEAK[1], input_price=0.6, output_price=0.6)]
+    candidates = pair_candidates()
     feats = [router.featurizer.featurize(p) for p in items.prompts]
     dim = router.featurizer.embedding.dim
     features = np.stack([f.vector[:dim] for f in feats])  # the embedding: what feedback rows record
@@ -178,7 +184,6 @@ def speed(rows: int, router, items) -> None:
     """The flow's tasks (in process, without Prefect's engine) on `rows` logged decisions with feedback."""
     import pyarrow as pa
 
-    from api.routing.router import Candidate
     from api.settings import reset_settings
     from storage import events
     from storage.event_schemas import FEEDBACK_SCHEMA, SESSION_SCHEMA
@@ -192,8 +197,7 @@ def speed(rows: int, router, items) -> None:
         from flows.learning import flow
 
         settings = get_settings()
-        candidates = [Candidate(provider=STRONG[0], model=STRONG[1], input_price=10.0, output_price=30.0),
-                      Candidate(provider=WEAK[0], model=WEAK[1], input_price=0.6, output_price=0.6)]
+        candidates = pair_candidates()
         n_prompts = min(len(items.prompts), 5000)
         feats = [router.featurizer.featurize(p) for p in items.prompts[:n_prompts]]
         quality = np.stack([router.predict_quality(f, candidates) for f in feats]).astype(np.float32)
