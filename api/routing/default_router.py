@@ -5,7 +5,12 @@
    Mixtral-8x7B; c_m is the candidate's knowledge capability (its MMLU figure, api/routing/capability.py) for a
    model the router trained on, and for any other model its skills weighted by what the query needs, u(q) . s_m
    (the skill model's need head below): the heads learned where a pair's knowledge gap ranks queries, but nothing
-   says knowledge alone ranks two models the router never saw on a maths or code query.
+   says knowledge alone ranks two models the router never saw on a maths or code query. One exception for models
+   it trained on: when no candidate of the set has a maths figure of its own (all borrowed or imputed from
+   knowledge), a free-form quantitative prompt (the features' numeric gate) reads each candidate at its
+   best-evidenced standing instead, the mean of the axes it has its own figures for. Without maths evidence,
+   knowledge would send a word problem to the knowledge leader; the standing falls back to the candidate best
+   known overall (docs/benchmarks.md, issue 21, leave one benchmark out).
 2. The skill model (api/routing/skills.py): the query's need for knowledge, maths and code against each model's
    skills on those axes, learned from many models' per-query outcomes (RouteLLM and RouterDC), so specialists win
    the queries of their speciality.
@@ -41,6 +46,7 @@ from api.shipped import shipped
 
 DEFAULT_ARTEFACT_DIR = shipped("default_router")
 DEFAULT_PRIOR_PATH = shipped("model_benchmarks.csv")
+MATHS = AXES.index("maths")
 
 __all__ = ["DefaultRouter", "FeatureVersionMismatch", "load_default_router"]
 
@@ -80,8 +86,8 @@ class DefaultRouter:
         self.schedule: tuple[float, ...] = tuple(float(x) for x in spec["schedule"]) + (float("inf"),)
         self.prior = prior
         self.spec = spec
-        self._capability_cache: dict[tuple, tuple[float, np.ndarray, float, bool]] = {}
-        self._inputs_cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._capability_cache: dict[tuple, tuple[float, np.ndarray, float, bool, float, bool]] = {}
+        self._inputs_cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = {}
         self.skills = SkillModel(spec["skills"], featurizer.dim) if "skills" in spec else None
         self.blend = float(spec.get("blend", 0.0)) if self.skills is not None else 0.0
         # Every query-side head in one product per query (the hot path): rows [difficulty, discrimination] of the
@@ -108,26 +114,31 @@ class DefaultRouter:
     def capabilities(self, candidates: Sequence[Candidate]) -> np.ndarray:
         return np.array([self._profile(c)[0] for c in candidates], dtype=float)
 
-    def _profile(self, c: Candidate) -> tuple[float, np.ndarray, float, bool]:
-        """(knowledge capability, skills on every axis, skill-model offset, whether the router trained on it) of a
-        candidate. The lookup normalises ids with regexes; memoised per model and price (a hot-path cost
-        otherwise)."""
+    def _profile(self, c: Candidate) -> tuple[float, np.ndarray, float, bool, float, bool]:
+        """(knowledge capability, skills on every axis, skill-model offset, whether the router trained on it,
+        best-evidenced standing, whether its maths figure is its own) of a candidate. The lookup normalises ids
+        with regexes; memoised per model and price (a hot-path cost otherwise)."""
         key = (c.provider, c.model, c.output_price, c.context_length)
         value = self._capability_cache.get(key)
         if value is None:
             if len(self._capability_cache) > 50_000:  # custom models are caller-defined: keep memory bounded
                 self._capability_cache.clear()
-            figures, _ = self.prior.skills(*key)
+            figures, _, sources, _ = self.prior.profile(c.provider, c.model)
+            own = np.array([source == "prior" for source in sources])
+            standing = float(figures[own].mean()) if own.any() else float(figures[0])
             if self.skills is not None:
                 skills, offsets = self.skills.candidate_skills([c.key], figures[None, :])
-                value = (float(figures[0]), skills[0], float(offsets[0]), c.key in self.skills.corrections)
+                value = (float(figures[0]), skills[0], float(offsets[0]), c.key in self.skills.corrections,
+                         standing, bool(own[MATHS]))
             else:
-                value = (float(figures[0]), figures, 0.0, True)
+                value = (float(figures[0]), figures, 0.0, True, standing, bool(own[MATHS]))
             self._capability_cache[key] = value
         return value
 
-    def _skill_inputs(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(knowledge capabilities, skills (m, axes), offsets, trained-on mask) of a candidate set; memoised per
+    def _skill_inputs(self, candidates: Sequence[Candidate]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """(knowledge capabilities, skills (m, axes), offsets, trained-on mask, standings or None) of a candidate
+        set, the standings only where no candidate has a maths figure of its own (module docstring); memoised per
         set, since callers send the same list again and again."""
         key = tuple((c.provider, c.model, c.output_price, c.context_length) for c in candidates)
         found = self._inputs_cache.get(key)
@@ -138,12 +149,18 @@ class DefaultRouter:
             skills = np.stack([p[1] for p in profiles]) if profiles else np.zeros((0, len(AXES)))
             found = self._inputs_cache[key] = (np.array([p[0] for p in profiles]), skills,
                                                np.array([p[2] for p in profiles]),
-                                               np.array([p[3] for p in profiles], dtype=bool))
+                                               np.array([p[3] for p in profiles], dtype=bool),
+                                               None if any(p[5] for p in profiles)
+                                               else np.array([p[4] for p in profiles]))
         return found
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
         z = self._query_heads(features.vector)
-        caps, skills, offsets, trained = self._skill_inputs(candidates)
+        caps, skills, offsets, trained, standings = self._skill_inputs(candidates)
+        if standings is not None:
+            g = float(self.featurizer.gate(features.vector))
+            if g > 0.0:
+                caps = np.where(trained, (1.0 - g) * caps + g * standings, caps)
         if not trained.all():
             # z[2:] are the skill model's heads (_query_heads): its need for each axis weighs the unseen skills
             caps = np.where(trained, caps, skills @ self.skills.need_from_heads(z[2:]))
@@ -155,10 +172,13 @@ class DefaultRouter:
     def predict_quality_batch(self, vectors: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
         """(n, m) quality of many queries' feature vectors (the trade-off dial's calibration pool)."""
         out = vectors @ self._w_shared.T + self._bias
-        out = out + self.featurizer.gate(vectors)[:, None] * (vectors @ self._w_gated.T)
+        gate = self.featurizer.gate(vectors)[:, None]
+        out = out + gate * (vectors @ self._w_gated.T)
         d, a = out[:, 0], np.logaddexp(0.0, out[:, 1])
-        caps, skills, offsets, trained = self._skill_inputs(candidates)
+        caps, skills, offsets, trained, standings = self._skill_inputs(candidates)
         caps = np.broadcast_to(caps, (len(vectors), len(caps)))
+        if standings is not None:
+            caps = np.where(trained[None, :], (1.0 - gate) * caps + gate * standings[None, :], caps)
         if not trained.all():
             caps = np.where(trained[None, :], caps, self.skills.needs(vectors) @ skills.T)
         irt = _sigmoid(a[:, None] * (caps - d[:, None]))

@@ -6,9 +6,10 @@ import shutil
 import numpy as np
 import pytest
 
-from api.routing.default_router import DEFAULT_ARTEFACT_DIR, load_default_router
+from api.routing.default_router import DEFAULT_ARTEFACT_DIR, DEFAULT_PRIOR_PATH, load_default_router
 from api.routing.features import FEATURE_VERSION, FeatureVersionMismatch
 from api.routing.router import Candidate, Router
+from flows.default_router.multi import ROUTERDC_MODELS
 
 GPT4 = Candidate("openai", "gpt-4-1106-preview", 10.0, 30.0, 128000)
 MIXTRAL = Candidate("togetherai", "mistralai/Mixtral-8x7B-Instruct-v0.1", 0.6, 0.6, 32768)
@@ -115,3 +116,37 @@ def test_models_it_never_trained_on_are_compared_on_the_skills_the_query_needs(t
     # a model the router trained on keeps its own scoring whatever joins the candidate set
     both = router.predict_quality(f, [GPT4, MIXTRAL] + cands)
     assert both[:2] == pytest.approx(router.predict_quality(f, [GPT4, MIXTRAL]))
+
+
+def test_without_maths_evidence_a_word_problem_goes_to_the_candidate_best_known_overall(tmp_path):
+    # RouterDC's seven open models (trained on) with their GSM8K figures removed, as in a retrain that leaves GSM8K
+    # out: every maths figure is imputed from knowledge, so knowledge alone would send a word problem to the
+    # knowledge leader (zephyr); the router reads each at its best-evidenced standing (knowledge and code here).
+    lines = DEFAULT_PRIOR_PATH.read_text(encoding="utf-8").splitlines()
+    masked = tmp_path / "figures.csv"
+    masked.write_text("\n".join(line for line in lines
+                                if not (",GSM8K," in line and "shuhao02/RouterDC" in line)) + "\n")
+    cands = [Candidate("huggingface", m, 1.0, 1.0, 32768) for m in ROUTERDC_MODELS]
+    prompt = ("A baker made 120 rolls on Monday and 85 on Tuesday. She sold 3 trays of 24 rolls and gave 15 rolls "
+              "away. How many rolls does she have left?")
+    shipped_router, router = load_default_router(), load_default_router(prior_path=masked)
+    f = router.featurizer.featurize(prompt)
+    assert router.featurizer.gate(f.vector) == pytest.approx(1.0)
+    names = [c.model for c in cands]
+    knowledge = router.capabilities(cands)
+    assert names[int(np.argmax(knowledge))] == "HuggingFaceH4/zephyr-7b-beta"
+    q = router.predict_quality(f, cands)
+    assert names[int(np.argmax(q))] == "cognitivecomputations/dolphin-2.9-llama3-8b"
+    assert router.predict_quality_batch(f.vector[None, :], cands)[0] == pytest.approx(q)
+    # the pair IRT alone: the word problem reads the standing, an exam question (gate closed) still knowledge
+    exam = router.featurizer.featurize("Which gas makes up most of Earth's atmosphere?\nA. Oxygen\nB. Nitrogen\n"
+                                       "C. Argon\nD. Carbon dioxide\nAnswer:")
+    assert router.featurizer.gate(exam.vector) == 0.0
+    blend, router.blend = router.blend, 0.0
+    try:
+        assert names[int(np.argmax(router.predict_quality(f, cands)))] == "cognitivecomputations/dolphin-2.9-llama3-8b"
+        assert names[int(np.argmax(router.predict_quality(exam, cands)))] == "HuggingFaceH4/zephyr-7b-beta"
+    finally:
+        router.blend = blend
+    # with their own maths figures (the shipped file) the standings are never consulted
+    assert shipped_router._skill_inputs(cands)[4] is None and router._skill_inputs(cands)[4] is not None
