@@ -6,8 +6,8 @@
    model the router trained on, and for any other model its skills weighted by what the query needs, u(q) . s_m
    (the skill model's need head below): the heads learned where a pair's knowledge gap ranks queries, but nothing
    says knowledge alone ranks two models the router never saw on a maths or code query. One exception for models
-   it trained on: when no candidate of the set has a maths figure of its own (all borrowed or imputed from
-   knowledge), a free-form quantitative prompt (the features' numeric gate) reads each candidate at its
+   it trained on whose maths figure is not their own (borrowed or imputed from knowledge): a word problem (a
+   free-form quantitative prompt without code, api/routing/features.py) reads such a model, in both scorers, at its
    best-evidenced standing instead, the mean of the axes it has its own figures for. Without maths evidence,
    knowledge would send a word problem to the knowledge leader; the standing falls back to the candidate best
    known overall (docs/benchmarks.md, issue 21, leave one benchmark out).
@@ -135,11 +135,10 @@ class DefaultRouter:
             self._capability_cache[key] = value
         return value
 
-    def _skill_inputs(self, candidates: Sequence[Candidate]
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-        """(knowledge capabilities, skills (m, axes), offsets, trained-on mask, standings or None) of a candidate
-        set, the standings only where no candidate has a maths figure of its own (module docstring); memoised per
-        set, since callers send the same list again and again."""
+    def _skill_inputs(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                      tuple[np.ndarray, np.ndarray] | None]:
+        """(knowledge capabilities, skills (m, axes), offsets, trained-on mask, standings) of a candidate set;
+        memoised per set, since callers send the same list again and again."""
         key = tuple((c.provider, c.model, c.output_price, c.context_length) for c in candidates)
         found = self._inputs_cache.get(key)
         if found is None:
@@ -150,41 +149,44 @@ class DefaultRouter:
             found = self._inputs_cache[key] = (np.array([p[0] for p in profiles]), skills,
                                                np.array([p[2] for p in profiles]),
                                                np.array([p[3] for p in profiles], dtype=bool),
-                                               None if any(p[5] for p in profiles)
-                                               else np.array([p[4] for p in profiles]))
+                                               _standings(profiles))
         return found
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
         z = self._query_heads(features.vector)
         caps, skills, offsets, trained, standings = self._skill_inputs(candidates)
+        pull = None
         if standings is not None:
-            g = float(self.featurizer.gate(features.vector))
+            g = float(self.featurizer.word_problem(features.vector))
             if g > 0.0:
-                caps = np.where(trained, (1.0 - g) * caps + g * standings, caps)
+                pull = (standings[0], g * standings[1][None, :])
+                caps = caps + pull[1][0] * (standings[0] - caps)
         if not trained.all():
             # z[2:] are the skill model's heads (_query_heads): its need for each axis weighs the unseen skills
             caps = np.where(trained, caps, skills @ self.skills.need_from_heads(z[2:]))
         irt = _sigmoid(np.logaddexp(0.0, z[1]) * (caps - z[0]))
         if self.skills is None or self.blend == 0.0:
             return irt
-        return (1.0 - self.blend) * irt + self.blend * self.skills.predict_from_heads(z[None, 2:], skills, offsets)[0]
+        return (1.0 - self.blend) * irt + self.blend * self.skills.predict_from_heads(z[None, 2:], skills, offsets,
+                                                                                      pull)[0]
 
     def predict_quality_batch(self, vectors: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
         """(n, m) quality of many queries' feature vectors (the trade-off dial's calibration pool)."""
         out = vectors @ self._w_shared.T + self._bias
-        gate = self.featurizer.gate(vectors)[:, None]
-        out = out + gate * (vectors @ self._w_gated.T)
+        out = out + self.featurizer.gate(vectors)[:, None] * (vectors @ self._w_gated.T)
         d, a = out[:, 0], np.logaddexp(0.0, out[:, 1])
         caps, skills, offsets, trained, standings = self._skill_inputs(candidates)
         caps = np.broadcast_to(caps, (len(vectors), len(caps)))
+        pull = None
         if standings is not None:
-            caps = np.where(trained[None, :], (1.0 - gate) * caps + gate * standings[None, :], caps)
+            pull = (standings[0], self.featurizer.word_problem(vectors)[:, None] * standings[1][None, :])
+            caps = caps + pull[1] * (standings[0][None, :] - caps)
         if not trained.all():
             caps = np.where(trained[None, :], caps, self.skills.needs(vectors) @ skills.T)
         irt = _sigmoid(a[:, None] * (caps - d[:, None]))
         if self.skills is None or self.blend == 0.0:
             return irt
-        return (1.0 - self.blend) * irt + self.blend * self.skills.predict(vectors, skills, offsets)
+        return (1.0 - self.blend) * irt + self.blend * self.skills.predict(vectors, skills, offsets, pull)
 
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
         """Where each candidate's capability came from: 'prior' (its own figures), 'family' (another snapshot or
@@ -197,6 +199,13 @@ class DefaultRouter:
                         "skills": {axis: {"capability": float(v), "source": src, "uncertainty": float(sd)}
                                    for axis, v, src, sd in zip(AXES, skills, per_axis, sds)}})
         return out
+
+
+def _standings(profiles: list[tuple]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(best-evidenced standings, which candidates read them on a word problem: those trained on whose maths figure
+    is not their own) of a candidate set (_profile's fields), or None when there are none (module docstring)."""
+    lacking = np.array([p[3] and not p[5] for p in profiles], dtype=float)
+    return (np.array([p[4] for p in profiles]), lacking) if lacking.any() else None
 
 
 def load_default_router(

@@ -76,6 +76,7 @@ HAND_FEATURE_NAMES = (
 # Position of the multiple-choice flag in the full vector is embedding dim + this offset.
 MULTIPLE_CHOICE_OFFSET = HAND_FEATURE_NAMES.index("multiple_choice")
 NUMBERS_OFFSET = HAND_FEATURE_NAMES.index("log_numbers")
+CODE_MARKERS_OFFSET = HAND_FEATURE_NAMES.index("log_code_markers")
 NUMERIC_GATE_FULL_AT = 5.0  # numbers in the prompt at which the gate is fully open
 
 
@@ -89,6 +90,13 @@ def numeric_gate(hand: np.ndarray) -> np.ndarray:
     """
     numbers = np.expm1(hand[..., NUMBERS_OFFSET] * 5.0)  # inverse of the log_numbers scaling
     return (1.0 - hand[..., MULTIPLE_CHOICE_OFFSET]) * np.minimum(1.0, numbers / NUMERIC_GATE_FULL_AT)
+
+
+def word_problem_gate(hand: np.ndarray) -> np.ndarray:
+    """numeric_gate of a prompt without code markers: a quantitative problem in prose, which needs maths (a
+    function to write with numbers in its examples needs code). Used where the candidates' maths is unknown
+    (api/routing/default_router.py)."""
+    return numeric_gate(hand) * (hand[..., CODE_MARKERS_OFFSET] == 0.0)
 
 
 def _multiple_choice(window: str) -> bool:
@@ -242,6 +250,10 @@ class Featurizer:
     def gate(self, vectors: np.ndarray) -> np.ndarray:
         """numeric_gate of one feature vector or of a matrix of them."""
         return numeric_gate(vectors[..., self.embedding.dim :])
+
+    def word_problem(self, vectors: np.ndarray) -> np.ndarray:
+        """word_problem_gate of one feature vector or of a matrix of them."""
+        return word_problem_gate(vectors[..., self.embedding.dim :])
 
     @classmethod
     def load(cls, folder: Path) -> "Featurizer":

@@ -71,15 +71,22 @@ class SkillModel:
         """u(q) from the query heads' raw outputs z (2 + axes,) (see query_heads)."""
         return _softmax(z[2:])
 
-    def predict_from_heads(self, z: np.ndarray, skills: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """(n, m) probabilities from the query heads' raw outputs z (n, 2 + axes) (see query_heads)."""
+    def predict_from_heads(self, z: np.ndarray, skills: np.ndarray, offsets: np.ndarray,
+                           pull: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """(n, m) probabilities from the query heads' raw outputs z (n, 2 + axes) (see query_heads). `pull` =
+        (standings (m,), weights (n, m)) moves each need-weighted capability that far toward a standing
+        (api/routing/default_router.py: a set without maths evidence)."""
         a = np.logaddexp(0.0, z[:, 0])
         need = _softmax(z[:, 2:])
-        return _sigmoid(a[:, None] * (need @ skills.T - z[:, 1:2]) + offsets[None, :])
+        capability = need @ skills.T
+        if pull is not None:
+            capability = capability + pull[1] * (pull[0][None, :] - capability)
+        return _sigmoid(a[:, None] * (capability - z[:, 1:2]) + offsets[None, :])
 
-    def predict(self, vectors: np.ndarray, skills: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def predict(self, vectors: np.ndarray, skills: np.ndarray, offsets: np.ndarray,
+                pull: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """(n, m) probabilities for feature vectors (n, d) or one vector (d,), the latter returning (m,)."""
         x = np.atleast_2d(vectors).astype(np.float64, copy=False)
         w, b = self.query_heads()
-        p = self.predict_from_heads(x @ w.T + b, skills, offsets)
+        p = self.predict_from_heads(x @ w.T + b, skills, offsets, pull)
         return p[0] if np.ndim(vectors) == 1 else p

@@ -121,7 +121,8 @@ def test_models_it_never_trained_on_are_compared_on_the_skills_the_query_needs(t
 def test_without_maths_evidence_a_word_problem_goes_to_the_candidate_best_known_overall(tmp_path):
     # RouterDC's seven open models (trained on) with their GSM8K figures removed, as in a retrain that leaves GSM8K
     # out: every maths figure is imputed from knowledge, so knowledge alone would send a word problem to the
-    # knowledge leader (zephyr); the router reads each at its best-evidenced standing (knowledge and code here).
+    # knowledge leader (zephyr); on a word problem the router reads each at its best-evidenced standing (the mean
+    # of knowledge and code here), in both scorers.
     lines = DEFAULT_PRIOR_PATH.read_text(encoding="utf-8").splitlines()
     masked = tmp_path / "figures.csv"
     masked.write_text("\n".join(line for line in lines
@@ -131,7 +132,10 @@ def test_without_maths_evidence_a_word_problem_goes_to_the_candidate_best_known_
               "away. How many rolls does she have left?")
     shipped_router, router = load_default_router(), load_default_router(prior_path=masked)
     f = router.featurizer.featurize(prompt)
-    assert router.featurizer.gate(f.vector) == pytest.approx(1.0)
+    assert router.featurizer.word_problem(f.vector) == pytest.approx(1.0)
+    # numbers in a function's examples make a code prompt, not a word problem
+    code = router.featurizer.featurize('def add(a, b):\n    """add(1, 2) == 3, add(4, 5) == 9, add(0, 7) == 7"""\n')
+    assert router.featurizer.gate(code.vector) > 0.0 and router.featurizer.word_problem(code.vector) == 0.0
     names = [c.model for c in cands]
     knowledge = router.capabilities(cands)
     assert names[int(np.argmax(knowledge))] == "HuggingFaceH4/zephyr-7b-beta"
@@ -149,4 +153,4 @@ def test_without_maths_evidence_a_word_problem_goes_to_the_candidate_best_known_
     finally:
         router.blend = blend
     # with their own maths figures (the shipped file) the standings are never consulted
-    assert shipped_router._skill_inputs(cands)[4] is None and router._skill_inputs(cands)[4] is not None
+    assert shipped_router._skill_inputs(cands)[4] is None and router._skill_inputs(cands)[4][1].all()
