@@ -87,7 +87,7 @@ class DefaultRouter:
         self.prior = prior
         self.spec = spec
         self._capability_cache: dict[tuple, tuple[float, np.ndarray, float, bool, float, bool]] = {}
-        self._inputs_cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]] = {}
+        self._inputs_cache: dict[tuple, tuple] = {}  # candidate set -> _skill_inputs' result
         self.skills = SkillModel(spec["skills"], featurizer.dim) if "skills" in spec else None
         self.blend = float(spec.get("blend", 0.0)) if self.skills is not None else 0.0
         # Every query-side head in one product per query (the hot path): rows [difficulty, discrimination] of the
