@@ -83,11 +83,17 @@ def grade_samples(preference_id: str, samples: list[dict[str, Any]]) -> dict[str
     from storage.event_schemas import JUDGE_VERDICT_SCHEMA
 
     settings = get_settings()
-    pref = connect().preferences.get(samples[0]["user_id"], preference_id)
+    before = spent_today(preference_id)
+    # Opened after the analysts' connection is closed, and closed before the next one opens: without an owner (a
+    # flow run while the service is stopped) both would open the same file.
+    store = connect()
+    try:
+        pref = store.preferences.get(samples[0]["user_id"], preference_id)
+    finally:
+        store.close()
     if pref is None or not pref.judge_budget_usd:
         return {"graded": 0, "stopped": "the preference is gone or has no judge budget", "spent_usd": 0.0}
     judge_model = pref.judge_model or settings.optimize.judge_model
-    before = spent_today(preference_id)
     ledger = Ledger(usage_run_id(preference_id), samples[0]["user_id"], samples[0]["organization_id"],
                     max(0.0, float(pref.judge_budget_usd) - before))
     catalogue = load_catalogue()
