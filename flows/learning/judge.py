@@ -75,7 +75,6 @@ def spent_today(preference_id: str) -> float:
 def grade_samples(preference_id: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
     # lazy: pyarrow, the catalogue and DSPy/LiteLLM (the model-call layer) load in the flow run only
     import pyarrow as pa
-
     from api.catalogue.catalogue import load_catalogue
     from flows.prompt_opt.llm import BilledLM
     from flows.prompt_opt.usage import Ledger
