@@ -42,6 +42,42 @@ def answered_call(i: int, hashed: bool = False, mode: str = "routed", status: st
     return call
 
 
+class AlwaysDraws(random.Random):
+    def random(self) -> float:
+        return 0.0
+
+
+def sample_row(session_id: str, shadow: str | None = None) -> dict:
+    return {"session_id": session_id, "preference_id": "p1", "content": '[{"role": "user", "content": "2+2?"}]',
+            "answer": "4", "model": CHEAP, "shadow_model": shadow, "shadow_propensity": 0.5 if shadow else None,
+            "embedding": [0.1], "candidates": [STRONG, CHEAP], "input_prices": [2.5, 0.15],
+            "output_prices": [10.0, 0.6], "answer_judged": False, "shadow_judged": False}
+
+
+def test_grading_stops_at_an_unpriced_judge_and_at_a_provider_error():
+    from flows.learning.judge_grading import grade, parse_verdict
+
+    calls: list[tuple[str, str]] = []
+
+    def reply(name, prices, task_type, role, messages):
+        calls.append((name, task_type))
+        if name == STRONG:
+            raise ConnectionError("down")
+        return "The answer is right.\nverdict: 1"
+
+    unpriced = grade([sample_row("a")], "acme/unknown-judge", reply, lambda name: None, lambda: 0.0)
+    assert unpriced.stopped and "no known price" in unpriced.stopped and not unpriced.verdicts and not calls
+    # the judge named among the request's candidates is priced as the request priced it
+    done = grade([sample_row("a"), sample_row("b")], CHEAP, reply, lambda name: None, lambda: 0.0)
+    assert [v["verdict"] for v in done.verdicts] == [1, 1] and calls == [(CHEAP, "judge_traffic")] * 2
+    calls.clear()
+    failed = grade([sample_row("a", shadow=STRONG), sample_row("b")], CHEAP, reply, lambda n: None, lambda: 0.0)
+    assert failed.stopped == "provider error: ConnectionError" and calls[-1] == (STRONG, "shadow_call")
+    assert [v["shadow"] for v in failed.verdicts] == [False]  # the answer graded before the shadow call failed
+    assert parse_verdict("**Verdict:** 0") == 0 and parse_verdict("verdict: 1 ... verdict: 0") == 0
+    assert parse_verdict("looks fine") is None
+
+
 def test_sampling_is_opt_in_at_the_set_rate_and_never_hashed_proxied_or_failed(tmp_path):
     sampler = JudgeSampler(tmp_path, 3600, rng=random.Random(11))
     n = 4000
@@ -91,7 +127,7 @@ def test_judge_traffic_grades_samples_within_the_budget_and_labels_decisions(dat
     from storage.records import PreferenceChanges
 
     reset_settings()
-    upstream.teach({question(i): f"word-{i}" for i in range(30)})
+    upstream.teach({question(i): f"word-{i}" for i in range(32)})
     from api.app import create_app
 
     with TestClient(create_app(publish_owner=False), raise_server_exceptions=False) as client:
@@ -115,6 +151,8 @@ def test_judge_traffic_grades_samples_within_the_budget_and_labels_decisions(dat
             return r.headers["x-switchboard-session-id"], r.headers["x-switchboard-model"]
 
         answered = [chat(i) for i in range(30)]
+        client.app.state.services.gateway.sampler.random = AlwaysDraws()  # a streamed answer, drawn once it ends
+        answered += [chat(30 + i, stream=True) for i in range(2)]
         plain = [session for session, _ in answered]
         hashed = [chat(i, hash_content=True)[0] for i in range(10)]
         for session, model in answered[:15]:  # the caller's own feedback on half: it wins over a verdict
@@ -125,6 +163,8 @@ def test_judge_traffic_grades_samples_within_the_budget_and_labels_decisions(dat
 
     samples = read_log("judge_samples", JUDGE_SAMPLE_SCHEMA)
     sampled = {s["session_id"]: s for s in samples}
+    assert set(plain[-2:]) <= set(sampled) and all(sampled[s]["shadow_model"] for s in plain[-2:])
+    assert all(sampled[s]["answer"] and question(30) not in sampled[s]["answer"] for s in plain[-2:])
     assert 3 <= len(sampled) <= 20 and set(sampled) <= set(plain) and not set(sampled) & set(hashed)
     shadows = [s for s in samples if s["shadow_model"]]
     assert shadows and len(shadows) < len(samples)
