@@ -26,7 +26,8 @@ def deployments(**options: Any) -> list[Any]:
                                          description="Fit a correction of each preference's router from its "
                                                      "feedback; promote it only when it scores better off-policy",
                                          **options),
-        judge_traffic.to_deployment(name="judge-traffic", interval=settings.judge_interval_s,
+        # One run at a time: two at once would grade the same samples and each spend what is left of a budget.
+        judge_traffic.to_deployment(name="judge-traffic", interval=settings.judge_interval_s, concurrency_limit=1,
                                     description="Grade the gateway answers sampled for a judge (opt-in per "
                                                 "preference), within each preference's daily budget",
                                     **options),
