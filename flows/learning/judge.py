@@ -16,6 +16,7 @@ from datetime import datetime, time, timezone
 from typing import Any
 
 from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from api.settings import get_settings
@@ -131,6 +132,11 @@ def judge_traffic(preference_id: str | None = None, batch: int | None = None) ->
     logger = get_run_logger()
     results = {}
     for pid, samples in find_samples(preference_id, batch or get_settings().judge_batch).items():
-        results[pid] = grade_samples(pid, samples)
-        logger.info("preference %s: %s", pid, results[pid])
+        results[pid] = r = grade_samples(pid, samples)
+        logger.info("preference %s: %s", pid, r)
+        key = "judge-" + "".join(ch if ch.isalnum() else "-" for ch in pid.lower())[:60]
+        create_markdown_artifact(key=key, markdown=(
+            f"Preference `{pid}`: {r['graded']} of {len(samples)} samples graded by `{r.get('judge_model')}` for "
+            f"${r['spent_usd']:.6f} (today ${r.get('spent_today_usd', 0.0):.6f}); "
+            f"{'stopped: ' + r['stopped'] if r['stopped'] else 'the batch finished'}."))
     return results
