@@ -111,6 +111,8 @@ class Settings:
     # needs since its last fitted version before the flow fits another.
     learning_interval_s: int = 3600
     learning_min_new_labels: int = 200
+    judge_interval_s: int = 3600   # the judge-traffic flow's schedule (flows/learning/judge.py)
+    judge_batch: int = 200         # samples a preference's grading takes per run, at most
     # The OpenAI-compatible gateway (api/gateway/, docs/api.md): attempts per request (the first choice and its
     # fallbacks), how long an upstream may take to connect and to send its first byte, and the margin of
     # predicted utility a follow-up turn must gain to leave the model that answered the previous turn.
@@ -303,6 +305,8 @@ def get_settings() -> Settings:
         housekeeping_interval_s=max(1, _int("SWITCHBOARD_HOUSEKEEPING_INTERVAL_S", 600)),
         learning_interval_s=max(1, _int("SWITCHBOARD_LEARNING_INTERVAL_S", 3600)),
         learning_min_new_labels=max(1, _int("SWITCHBOARD_LEARNING_MIN_NEW_LABELS", 200)),
+        judge_interval_s=max(1, _int("SWITCHBOARD_JUDGE_INTERVAL_S", 3600)),
+        judge_batch=max(1, _int("SWITCHBOARD_JUDGE_BATCH", 200)),
         gateway_max_attempts=max(1, _int("SWITCHBOARD_GATEWAY_MAX_ATTEMPTS", 3)),
         gateway_connect_timeout_s=max(0.001, _float("SWITCHBOARD_GATEWAY_CONNECT_TIMEOUT_S", 5.0)),
         gateway_first_byte_timeout_s=max(0.001, _float("SWITCHBOARD_GATEWAY_FIRST_BYTE_TIMEOUT_S", 60.0)),

@@ -13,6 +13,7 @@ from api.client_address import parse_networks
 from api.catalogue import load_catalogue
 from api.custom_router.startup import custom_router_services
 from api.gateway.calls import CallLog
+from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.service import GatewayService
 from api.launcher import PrefectLauncher
 from api.preferences import PreferenceService
@@ -60,7 +61,8 @@ def build_services(settings: Settings, store: Store) -> Services:
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
         feedback.follow_other_workers(settings.session_flush_seconds)
     gateway = GatewayService(selection, CallLog(settings.events_dir, settings.session_flush_seconds).start(),
-                             store.preferences, settings)
+                             store.preferences, settings,
+                             JudgeSampler(settings.events_dir, settings.session_flush_seconds).start())
     runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))
     return Services(
         settings=settings, store=store, rpc_token=owner.new_token(),

@@ -17,6 +17,7 @@ HOUSEKEEPING = "housekeeping/housekeeping"
 TRAIN_CUSTOM_ROUTER = "train-custom-router/train-custom-router"
 OPTIMIZE_PROMPT = "optimize-prompt/optimize-prompt"
 LEARN_FROM_TRAFFIC = "learn-from-traffic/learn-from-traffic"
+JUDGE_TRAFFIC = "judge-traffic/judge-traffic"
 
 # Set by `switchboard serve` for the runner of its own Prefect server: before serving, the runner crashes the flow
 # runs a dead runner left behind (settle_orphaned_runs; flows/runner.py).

@@ -8,6 +8,7 @@ from typing import Any
 from api.settings import get_settings
 from flows.housekeeping import housekeeping
 from flows.learning.flow import learn_from_traffic
+from flows.learning.judge import judge_traffic
 from flows.optimize_prompt import optimize_prompt
 from flows.train_custom_router import train_custom_router
 from flows.train_default_router import train_default_router_flow
@@ -25,6 +26,11 @@ def deployments(**options: Any) -> list[Any]:
                                          description="Fit a correction of each preference's router from its "
                                                      "feedback; promote it only when it scores better off-policy",
                                          **options),
+        # One run at a time: two at once would grade the same samples and each spend what is left of a budget.
+        judge_traffic.to_deployment(name="judge-traffic", interval=settings.judge_interval_s, concurrency_limit=1,
+                                    description="Grade the gateway answers sampled for a judge (opt-in per "
+                                                "preference), within each preference's daily budget",
+                                    **options),
         train_custom_router.to_deployment(name="train-custom-router",
                                           description="Train a preference's custom router from an uploaded CSV",
                                           **options),

@@ -177,30 +177,55 @@ GROUP BY model
 ;
 -- Learning from traffic (docs/routing.md, "Learning from traffic"): one row per decision with what a learner needs
 -- and every label it got. `label` is the caller's latest feedback (a later report on a session replaces an earlier
--- one) and `features` the router's embedding of the query, which that feedback row carries (hash_content sessions
--- take no feedback, so they have neither: never their text); the gateway's outcome sits beside it (an error or a
--- fallback says the model was unavailable, not that it was wrong).
+-- one), else the judge's verdict on the chosen model's answer (judge sampling, flows/learning/judge.py): caller
+-- feedback wins, and `label_source` says which ('feedback', 'judge'). `features` is the router's embedding of the
+-- query, which that feedback row (or the judge's sample) carries (hash_content sessions take neither, so they have
+-- none: never their text); the gateway's outcome sits beside it (an error or a fallback says the model was
+-- unavailable, not that it was wrong). A shadow call's verdict adds a row for the model not chosen (`label_source`
+-- 'shadow'): the same decision with that model as the logged action, its propensity the chance of the shadow draw.
 CREATE VIEW decision_evidence AS
-SELECT s.session_id, s.created_at, s.day, s.user_id, s.organization_id, s.preference_id, s.hashed, s.router,
-       s.eligible, s.router_quality, s.predicted_quality, s.estimated_cost_usd, s.penalty_position,
-       s.policy_lambda, s.cost_quality_tradeoff, s.tradeoff, s.chosen, list_position(s.eligible, s.chosen) AS chosen_index,
-       s.propensity, s.explored, s.exploration_rate, s.correction_version,
-       CASE WHEN s.hashed THEN NULL ELSE f.embedding END AS features, f.label, f.feedback_at,
-       g.status AS gateway_status, g.answered AS gateway_answered, g.answered IS DISTINCT FROM g.chosen AS fell_back,
-       g.attempt_outcomes AS gateway_attempt_outcomes, g.latency_ms AS gateway_latency_ms, g.cost_usd AS gateway_cost_usd
-FROM events_sessions s
-LEFT JOIN (SELECT session_id, arg_max(accuracy, created_at) AS label, arg_max(embedding, created_at) AS embedding,
-                  max(created_at) AS feedback_at
-           FROM events_feedback GROUP BY session_id) f USING (session_id)
-LEFT JOIN events_gateway_calls g ON g.session_id = s.session_id AND g.mode = 'routed'
+WITH feedback AS (
+    SELECT session_id, arg_max(accuracy, created_at) AS label, arg_max(embedding, created_at) AS embedding,
+           max(created_at) AS feedback_at
+    FROM events_feedback GROUP BY session_id
+), verdicts AS (
+    SELECT session_id, model, shadow, arg_max(verdict, created_at) AS verdict, arg_max(embedding, created_at) AS embedding,
+           arg_max(propensity, created_at) AS propensity, max(created_at) AS judged_at
+    FROM events_judge_verdicts WHERE verdict IS NOT NULL GROUP BY ALL
+), decisions AS (
+    SELECT s.session_id, s.created_at, s.day, s.user_id, s.organization_id, s.preference_id, s.hashed, s.router,
+           s.eligible, s.router_quality, s.predicted_quality, s.estimated_cost_usd, s.penalty_position,
+           s.policy_lambda, s.cost_quality_tradeoff, s.tradeoff, s.chosen, list_position(s.eligible, s.chosen) AS chosen_index,
+           s.propensity, s.explored, s.exploration_rate, s.correction_version,
+           CASE WHEN s.hashed THEN NULL ELSE coalesce(f.embedding, j.embedding) END AS features,
+           coalesce(f.label, j.verdict) AS label, coalesce(f.feedback_at, j.judged_at) AS feedback_at,
+           CASE WHEN f.label IS NOT NULL THEN 'feedback' WHEN j.verdict IS NOT NULL THEN 'judge' END AS label_source,
+           g.status AS gateway_status, g.answered AS gateway_answered, g.answered IS DISTINCT FROM g.chosen AS fell_back,
+           g.attempt_outcomes AS gateway_attempt_outcomes, g.latency_ms AS gateway_latency_ms, g.cost_usd AS gateway_cost_usd
+    FROM events_sessions s
+    LEFT JOIN feedback f USING (session_id)
+    LEFT JOIN verdicts j ON j.session_id = s.session_id AND j.model = s.chosen AND NOT j.shadow
+    LEFT JOIN events_gateway_calls g ON g.session_id = s.session_id AND g.mode = 'routed'
+)
+SELECT * FROM decisions
+UNION ALL BY NAME
+SELECT d.session_id, d.created_at, d.day, d.user_id, d.organization_id, d.preference_id, d.hashed, d.router,
+       d.eligible, d.router_quality, d.predicted_quality, d.estimated_cost_usd, d.penalty_position, d.policy_lambda,
+       d.cost_quality_tradeoff, d.tradeoff, v.model AS chosen, list_position(d.eligible, v.model) AS chosen_index,
+       v.propensity, false AS explored, d.exploration_rate, d.correction_version,
+       CASE WHEN d.hashed THEN NULL ELSE v.embedding END AS features, v.verdict AS label, v.judged_at AS feedback_at,
+       'shadow' AS label_source
+FROM verdicts v JOIN decisions d ON d.session_id = v.session_id
+WHERE v.shadow AND list_position(d.eligible, v.model) IS NOT NULL
 ;
 -- Each preference's learning state per day: evidence logged, labels, exploration, and the corrections served.
 CREATE VIEW learning_evidence_daily AS
 SELECT day, preference_id, count(*) AS decisions, count(label) AS labelled, avg(label) AS label_rate,
+       count(*) FILTER (WHERE label_source = 'judge') AS judged,
        count(*) FILTER (WHERE explored) AS explored, avg(propensity) AS mean_propensity,
        count(*) FILTER (WHERE correction_version IS NOT NULL) AS corrected,
        count(*) FILTER (WHERE hashed) AS hashed
-FROM decision_evidence
+FROM decision_evidence WHERE label_source IS DISTINCT FROM 'shadow'
 GROUP BY ALL
 ;
 -- Every correction the learn-from-traffic flow fitted, its off-policy estimates against the champion of its day,

@@ -100,5 +100,42 @@ GATEWAY_CALL_SCHEMA = pa.schema([
     ("error", pa.string()),                         # the last failure, provider keys scrubbed
 ])
 
+# Judge sampling (docs/routing.md, "Judge sampling"): one row per gateway exchange drawn for grading, written by
+# the gateway after the answer reached the caller (api/gateway/judge_sampling.py). The only log that keeps an answer;
+# a hash_content request is never drawn. The router's embedding of the query rides along for the learner.
+JUDGE_SAMPLE_SCHEMA = pa.schema([
+    ("session_id", pa.string()),
+    ("created_at", pa.timestamp("us", tz="UTC")),
+    ("user_id", pa.string()),
+    ("organization_id", pa.string()),
+    ("preference_id", pa.string()),
+    ("content", pa.string()),                       # the messages as JSON, as the sessions row keeps them
+    ("answer", pa.string()),                        # the answer's text as it reached the caller
+    ("model", pa.string()),                         # the answering model, provider/model
+    ("shadow_model", pa.string()),                  # another candidate to answer it too; null: no shadow call
+    ("shadow_propensity", pa.float64()),            # the chance this shadow call was drawn (the shadow rate / k)
+    ("embedding", pa.list_(pa.float32())),          # the router's embedding of the query
+    ("candidates", pa.list_(pa.string())),          # the decision's candidates, with the prices the request gave
+    ("input_prices", pa.list_(pa.float64())),       # USD per million tokens, aligned (a shadow call is billed so)
+    ("output_prices", pa.list_(pa.float64())),
+])
+
+# One row per graded answer (flows/learning/judge.py): the chosen model's (`shadow` false) or a shadow call's. No
+# text: the verdict, who judged, what it cost; the embedding is copied from the sample so the learner needs no text.
+JUDGE_VERDICT_SCHEMA = pa.schema([
+    ("verdict_id", pa.string()),
+    ("created_at", pa.timestamp("us", tz="UTC")),
+    ("session_id", pa.string()),
+    ("preference_id", pa.string()),
+    ("model", pa.string()),                         # the model whose answer was judged
+    ("shadow", pa.bool_()),
+    ("propensity", pa.float64()),                   # shadow rows: the shadow call's chance; else null
+    ("verdict", pa.int8()),                         # 1: right, 0: wrong
+    ("judge_model", pa.string()),
+    ("cost_usd", pa.float64()),                     # the judge's (and the shadow call's) spend on this row
+    ("embedding", pa.list_(pa.float32())),
+])
+
 BY_TABLE = {"sessions": SESSION_SCHEMA, "feedback": FEEDBACK_SCHEMA, "llm_usage": USAGE_SCHEMA,
-            "gateway_calls": GATEWAY_CALL_SCHEMA}
+            "gateway_calls": GATEWAY_CALL_SCHEMA, "judge_samples": JUDGE_SAMPLE_SCHEMA,
+            "judge_verdicts": JUDGE_VERDICT_SCHEMA}

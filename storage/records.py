@@ -60,6 +60,11 @@ class Preference(msgspec.Struct, frozen=True):
     has_custom_router: bool = False
     llm_providers: list[str] | None = None  # stored candidates, "provider/model" (the gateway's default)
     exploration_rate: float | None = None  # 0..0.1: share of decisions explored (api/selection/exploration.py)
+    # Judge sampling of gateway traffic (api/gateway/judge_sampling.py, flows/learning/judge.py); None: off.
+    judge_sample_rate: float | None = None  # 0..0.2 of answered, unhashed gateway requests
+    judge_model: str | None = None          # provider/model
+    judge_budget_usd: float | None = None   # judge and shadow spend allowed per UTC day
+    shadow_sample_rate: float | None = None  # 0..1 of sampled requests also answered by another candidate
 
 
 class PreferenceChanges(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -72,6 +77,10 @@ class PreferenceChanges(msgspec.Struct, frozen=True, omit_defaults=True):
     hash_content: bool | None | msgspec.UnsetType = msgspec.UNSET
     llm_providers: list[str] | None | msgspec.UnsetType = msgspec.UNSET
     exploration_rate: float | None | msgspec.UnsetType = msgspec.UNSET
+    judge_sample_rate: float | None | msgspec.UnsetType = msgspec.UNSET
+    judge_model: str | None | msgspec.UnsetType = msgspec.UNSET
+    judge_budget_usd: float | None | msgspec.UnsetType = msgspec.UNSET
+    shadow_sample_rate: float | None | msgspec.UnsetType = msgspec.UNSET
 
 
 TRAIN_CUSTOM_ROUTER = "train-custom-router"  # jobs.kind of a custom router training

@@ -120,6 +120,17 @@ def cmd_learning_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_learning_judge(args: argparse.Namespace) -> int:
+    """Queue a judge-traffic run on the deployment (flows/learning/judge.py)."""
+    # lazy: Prefect's client loads only for this command
+    from flows import prefect_api
+
+    parameters = {"preference_id": args.preference, "batch": args.batch}
+    run_id = asyncio.run(prefect_api.trigger(prefect_api.JUDGE_TRAFFIC, parameters))
+    print(f"judge-traffic queued: flow run {run_id}")
+    return 0
+
+
 def cmd_learning_versions(args: argparse.Namespace) -> int:
     for v in _store().learning.versions(args.preference):
         print(f"{v.version_id}  {v.created_at:%Y-%m-%d %H:%M:%S}  labels={v.labels:<7} "
@@ -191,6 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--preference", help="only this preference (default: every one with enough new labels)")
     run.add_argument("--min-new-labels", type=int, help="labels needed since its last version (default: settings)")
     run.set_defaults(func=cmd_learning_run)
+    judge = learning_sub.add_parser("judge", help="queue a judge-traffic flow run: grade the sampled gateway answers")
+    judge.add_argument("--preference", help="only this preference's samples (default: every one's)")
+    judge.add_argument("--batch", type=int, help="samples per preference at most (default: SWITCHBOARD_JUDGE_BATCH)")
+    judge.set_defaults(func=cmd_learning_judge)
     versions = learning_sub.add_parser("versions", help="a preference's learned corrections, oldest first")
     versions.add_argument("preference")
     versions.set_defaults(func=cmd_learning_versions)

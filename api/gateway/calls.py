@@ -20,7 +20,7 @@ from api.routing.text import MessageShapeError, message_texts
 from api.selection.candidates import ResolvedCandidate
 from storage.event_buffer import EventBuffer
 from storage.event_schemas import GATEWAY_CALL_SCHEMA
-from storage.records import User
+from storage.records import Preference, User
 
 
 def conversation_digest(messages: Any) -> str | None:
@@ -71,6 +71,8 @@ class Call:
     _attempt_began: float = 0.0
     messages: Any = None  # the request's, to remember the conversation with its answer (never stored)
     answer_parts: list[str] = field(default_factory=list)  # the answer's text, streamed or not
+    preference: Preference | None = None  # a routed call's preference: judge sampling reads its opt-in
+    ranked: list[ResolvedCandidate] = field(default_factory=list)  # the decision's candidates (shadow calls' pool)
 
     def since_start_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000

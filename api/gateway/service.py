@@ -14,6 +14,7 @@ import msgspec
 from api.errors import ApiError
 from api.gateway import wire
 from api.gateway.calls import Call, CallLog
+from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.relay import first_data, relay, upstream_error
 from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport, lines,
                                   not_configured_message, redact)
@@ -65,8 +66,8 @@ class Plan:
 
 class GatewayService:
     def __init__(self, selection: SelectionService, calls: CallLog, preferences: Preferences,
-                 settings: Settings) -> None:
-        self.selection, self.calls, self.preferences = selection, calls, preferences
+                 settings: Settings, sampler: JudgeSampler | None = None) -> None:
+        self.selection, self.calls, self.preferences, self.sampler = selection, calls, preferences, sampler
         selection.answered = calls.answered  # a follow-up names the model that answered, not only the one chosen
         self.keys: OptimizeSettings = settings.optimize or OptimizeSettings()
         self.max_attempts = settings.gateway_max_attempts
@@ -77,6 +78,8 @@ class GatewayService:
 
     def close(self) -> None:
         self.calls.close()
+        if self.sampler is not None:
+            self.sampler.close()
 
     async def complete(self, body: dict[str, Any], body_bytes: int, user: User) -> Answer | Streamed:
         req = wire.parse(body)
@@ -97,11 +100,12 @@ class GatewayService:
     async def _route(self, req: wire.ChatRequest, goal: wire.Target, body_bytes: int, user: User,
                      call: Call) -> Plan:
         stored = None
-        if req.llm_providers is None and goal.preference_id is not None:
+        if goal.preference_id is not None:  # its stored candidates, and its judge sampling once answered
             pref = (self.selection.preference(user, goal.preference_id)
                     if self.selection.preferences.cached(goal.preference_id)  # else a store call: off the loop
                     else await anyio.to_thread.run_sync(self.selection.preference, user, goal.preference_id))
-            stored = pref.llm_providers if pref is not None else None
+            call.preference = pref
+            stored = pref.llm_providers if pref is not None and req.llm_providers is None else None
         sreq = wire.selection_request(req, goal, stored)
         # A conversation sent whole, with no previous_session, is recognised by its earlier turns' digest.
         previous = None if req.previous_session else self.calls.continued(req.messages, user.user_id)
@@ -111,6 +115,7 @@ class GatewayService:
             selected = self.selection.decide(sreq, user, None, previous)
         ranked = list(selected.ranked)  # the previous turn's model first when it was kept (api/selection/sticky.py)
         call.chosen, call.hashed, call.sticky = ranked[0].candidate.key, selected.hashed, selected.sticky
+        call.ranked = ranked
         call.strongest = ranked[max(range(len(ranked)), key=selected.quality.__getitem__)]
         return Plan(ranked, selected.response.session_id)
 
@@ -175,7 +180,7 @@ class GatewayService:
         # coroutine resumes); only the log row waits until it is sent.
         self.selection.observed_latency.add(candidate.candidate.key, call.attempt_seconds())
         self.calls.remember(call)
-        return Answer(body, self._headers(call, candidate), lambda: self.calls.log(call))
+        return Answer(body, self._headers(call, candidate), lambda: self._answered(call))
 
     async def _open_stream(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call,
                            want_usage: bool) -> Streamed | Failure:
@@ -205,6 +210,24 @@ class GatewayService:
         if call.status == "ok" and call.answered is not None:
             self.selection.observed_latency.add(call.answered.candidate.key, call.attempt_seconds())
         self.calls.record(call)
+        self._sample(call)
+
+    def _answered(self, call: Call) -> None:
+        """Once the answer is sent: its log row, then the judge's draw (api/gateway/judge_sampling.py)."""
+        self.calls.log(call)
+        self._sample(call)
+
+    def _sample(self, call: Call) -> None:
+        if self.sampler is not None and call.preference is not None:
+            self.sampler.offer(call, call.preference, self._embedding)
+
+    def _embedding(self, session_id: str) -> list[float] | None:
+        """The router's embedding of a recent decision's query (kept in memory for feedback); None otherwise."""
+        if not self.selection.sessions.is_recent(session_id):
+            return None
+        found = self.selection.sessions.find(session_id)
+        vector = found.get("embedding") if found else None
+        return None if vector is None else [float(v) for v in vector]
 
     def model_list(self, user: User) -> bytes:
         """GET /v1/models: the routing names this key may use, as OpenAI's model list."""

@@ -12,6 +12,15 @@ ModelName = Annotated[str, msgspec.Meta(pattern=r"^[^/\s]{1,64}/\S{1,256}$", des
 ExplorationRate = Annotated[float, msgspec.Meta(
     ge=0.0, le=0.1, description="Share of decisions routed to a near-best alternative so feedback reaches it "
     "(docs/routing.md, 'Learning from traffic'); null or 0: never")]
+JudgeSampleRate = Annotated[float, msgspec.Meta(
+    ge=0.0, le=0.2, description="Share of answered gateway requests (never hash_content ones) a judge model grades "
+    "later, in a flow (docs/routing.md, 'Judge sampling'); null or 0: never")]
+JudgeBudget = Annotated[float, msgspec.Meta(
+    ge=0.0, le=10_000.0, description="USD the judge and shadow calls of this preference may spend per UTC day; "
+    "null: nothing is graded")]
+ShadowSampleRate = Annotated[float, msgspec.Meta(
+    ge=0.0, le=1.0, description="Share of judge-sampled requests also answered by another candidate (a shadow call) "
+    "and graded, a label for a model the router did not choose; null or 0: never")]
 StoredCandidates = Annotated[list[ModelName], msgspec.Meta(min_length=1, max_length=100)]
 
 
@@ -36,6 +45,10 @@ class UpdatePreferenceBase(msgspec.Struct):
     # The gateway's candidates when a request names none (docs/api.md, "OpenAI-compatible gateway").
     llm_providers: StoredCandidates | None | msgspec.UnsetType = msgspec.UNSET
     exploration_rate: ExplorationRate | None | msgspec.UnsetType = msgspec.UNSET
+    judge_sample_rate: JudgeSampleRate | None | msgspec.UnsetType = msgspec.UNSET
+    judge_model: ModelName | None | msgspec.UnsetType = msgspec.UNSET
+    judge_budget_usd: JudgeBudget | None | msgspec.UnsetType = msgspec.UNSET
+    shadow_sample_rate: ShadowSampleRate | None | msgspec.UnsetType = msgspec.UNSET
 
 
 class PreferenceResponse(msgspec.Struct):
@@ -52,6 +65,10 @@ class PreferenceResponse(msgspec.Struct):
     updated_at: datetime
     llm_providers: list[str] | None = None
     exploration_rate: float | None = None
+    judge_sample_rate: float | None = None
+    judge_model: str | None = None
+    judge_budget_usd: float | None = None
+    shadow_sample_rate: float | None = None
 
 
 class PreferenceDeleteResponse(msgspec.Struct):

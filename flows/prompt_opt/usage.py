@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from storage.event_schemas import USAGE_SCHEMA
 
-TASK_TYPES = ("pre-optimization evaluation", "optimization", "post-optimization evaluation")
+TASK_TYPES = ("pre-optimization evaluation", "optimization", "post-optimization evaluation",
+              "judge_traffic", "shadow_call")  # the last two: judge sampling's spend (flows/learning/judge.py)
 
 class CostCeilingExceeded(RuntimeError):
     pass

@@ -12,7 +12,7 @@ from storage.records import OPEN_JOB_STATUSES, Preference, PreferenceChanges
 _COLUMNS = ("preference_id, user_id, name, tradeoff, cost_quality_tradeoff, max_model_depth, hash_content,"
             " created_at, updated_at,"
             " EXISTS (SELECT 1 FROM custom_routers r WHERE r.preference_id = p.preference_id) AS has_custom_router,"
-            " llm_providers, exploration_rate")
+            " llm_providers, exploration_rate, judge_sample_rate, judge_model, judge_budget_usd, shadow_sample_rate")
 
 
 

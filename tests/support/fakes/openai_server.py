@@ -5,6 +5,7 @@ Deterministic roles, recognised by the request's content:
   when the system prompt asks for it (contains OBEY_PHRASE, any case); otherwise, except for a model-dependent
   quarter of the questions, it wraps the answer in chatter. So a better prompt measurably scores better;
 - semantic-similarity judge: 0-10 from word overlap between the expected and the candidate answer;
+- traffic judge (judge sampling): `verdict: 1` when the graded answer is exactly a taught answer, else `verdict: 0`;
 - custom judge: `score: 1` when the text after the last `Answer:` is exactly the taught answer, else `score: 0.2`;
 - reflection (GEPA's instruction writer): returns the current instruction plus OBEY_PHRASE in a ``` block; with
   `rewrites = "overfit"` it adds OVERFIT_PHRASE instead, which makes the target answer only the questions in
@@ -244,6 +245,10 @@ class FakeOpenAI:
             a, b = words(expected.group(1) if expected else ""), words(candidate.group(1) if candidate else "")
             score = 10 if a == b else int(10 * len(a & b) / max(1, len(a | b)))
             return "judge", str(score)
+        if "you grade an assistant's answer" in system.lower():  # judge sampling (flows/learning/judge_grading.py)
+            given = user.rsplit("Answer:", 1)[-1].strip().removeprefix("<<<").removesuffix(">>>").strip()
+            right = any(given == answer for answer in self.answers.values())
+            return "judge", f"The answer was compared.\nverdict: {int(right)}"
         if "you are an evaluator" in system.lower():
             given = user.rsplit("Answer:", 1)[-1].strip()
             given = given.removeprefix("<<<").removesuffix(">>>")  # the service fences the answer
