@@ -1,7 +1,8 @@
 """What lives where under the data dir, and which data dir is configured.
 
-The data dir and the system of record's engine are the settings storage reads for itself (SWITCHBOARD_DATA_DIR,
-SWITCHBOARD_DATABASE_URL and its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S), so an analyst's notebook can call
+The data dir, the system of record's engine and where the event logs live are the settings storage reads for
+itself (SWITCHBOARD_DATA_DIR, SWITCHBOARD_DATABASE_URL and its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S,
+SWITCHBOARD_EVENTS_URI), so an analyst's notebook can call
 storage.analytics.connect() with no arguments; everything else configurable is read by api/settings.py, which takes
 the first two from here too.
 """
@@ -23,6 +24,17 @@ def configured_database_url() -> str | None:
     """A postgresql:// URL: PostgreSQL is the system of record and no store owner runs (docs/deployment.md).
     Unset: the embedded DuckDB file under the data dir."""
     return os.environ.get("SWITCHBOARD_DATABASE_URL") or None
+
+
+def configured_events_uri() -> str | None:
+    """Where the Parquet event logs (sessions, feedback, usage, gateway calls, dead letters) live when not in the
+    data dir's events/ folder: a URI storage/events.py reads through pyarrow's filesystems, such as
+    s3://bucket/prefix?region=eu-west-1 (docs/deployment.md, "Event logs on object storage")."""
+    text = os.environ.get("SWITCHBOARD_EVENTS_URI") or None
+    if text is not None and "://" not in text:
+        raise SystemExit(f"SWITCHBOARD_EVENTS_URI must be a URI such as s3://bucket/prefix or file:///path, "
+                         f"not {text!r}")
+    return text
 
 
 DEFAULT_POOL_TIMEOUT_S = 2.0
