@@ -1,7 +1,7 @@
 """What lives where under the data dir, and which data dir is configured.
 
 The data dir, the system of record's engine and where the event logs live are the settings storage reads for
-itself (SWITCHBOARD_DATA_DIR, SWITCHBOARD_DATABASE_URL and its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S,
+itself (SWITCHBOARD_DATA_DIR, SWITCHBOARD_DATABASE_URL and its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S and _RECONNECT_TIMEOUT_S,
 SWITCHBOARD_EVENTS_URI), so an analyst's notebook can call
 storage.analytics.connect() with no arguments; everything else configurable is read by api/settings.py, which takes
 the first two from here too.
@@ -52,6 +52,25 @@ def configured_pool_timeout_s() -> float:
         value = float(text)
     except ValueError:
         raise SystemExit(f"SWITCHBOARD_DATABASE_POOL_TIMEOUT_S must be a number of seconds, not {text!r}") from None
+    return max(0.1, value)
+
+
+DEFAULT_RECONNECT_TIMEOUT_S = 1.0
+
+
+def configured_reconnect_timeout_s() -> float:
+    """How long a process's pool retries a lost PostgreSQL connection by itself before it gives the attempt up and
+    leaves the next request to open one at once. psycopg_pool's own default (5 min) retries after 1 s, 2 s, 4 s...,
+    so a request came through about 5 s after PostgreSQL returned from 8 s down; giving up after 1 s means the
+    first request after its return connects (docs/benchmarks.md, "Issue 25, ... (2026-11-25, morning)")."""
+    text = os.environ.get("SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S")
+    if not text:
+        return DEFAULT_RECONNECT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise SystemExit(f"SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S must be a number of seconds, not {text!r}"
+                         ) from None
     return max(0.1, value)
 
 
