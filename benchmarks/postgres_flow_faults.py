@@ -17,7 +17,6 @@ Every training upload acknowledged (200) must have its job in PostgreSQL afterwa
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -133,26 +132,22 @@ class Shape:
             time.sleep(0.3)
         raise RuntimeError(f"no worker started the training of {preference_id}")
 
-    def wait_final(self, preference_id: str, since: float, timeout: float = 300) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            job = self.job(preference_id)
-            if job is not None and job.status in FINAL:
-                return f"{job.status} after {time.monotonic() - since:.0f} s"
+    def wait_final(self, since: dict[str, float], timeout: float = 180) -> dict[str, str]:
+        """Each preference's job's final status and the seconds from its own start (`since`), polled together."""
+        deadline, found = time.monotonic() + timeout, {}
+        while len(found) < len(since) and time.monotonic() < deadline:
+            for preference_id, began in since.items():
+                job = self.job(preference_id)
+                if preference_id not in found and job is not None and job.status in FINAL:
+                    found[preference_id] = f"{job.status} after {time.monotonic() - began:.0f} s"
             time.sleep(1)
-        job = self.job(preference_id)
-        return f"still {job.status if job else 'missing'} after {timeout:.0f} s"
+        for preference_id in since.keys() - found.keys():
+            job = self.job(preference_id)
+            found[preference_id] = f"still {job.status if job else 'missing'} after {timeout:.0f} s"
+        return found
 
     def prefect_state(self, flow_run_id: str) -> str:
-        # lazy: Prefect's client loads only here
-        from prefect.client.orchestration import get_client
-
-        async def read() -> str:
-            async with get_client() as client:
-                return (await client.read_flow_run(flow_run_id)).state.type.value
-
-        os.environ["PREFECT_API_URL"] = self.prefect_url
-        return asyncio.run(read())
+        return httpx.get(f"{self.prefect_url}/flow_runs/{flow_run_id}", timeout=30).json()["state"]["type"]
 
     def stop(self) -> None:
         for name, process in reversed(list(self.processes.items())):
@@ -176,10 +171,11 @@ def main() -> None:
             print(f"1. kill -9 of {killed} (its process group) while it ran a training; its flow-run process "
                   f"{'lives on' if Path(f'/proc/{run_pid}').exists() else 'died with it'}")
             uploaded.append(shape.upload())
-            second_at = time.monotonic()
-            print(f"   the killed worker's run: {shape.wait_final(uploaded[0], killed_at)}")
-            print(f"2. a training uploaded after the kill, taken by {survivor}: "
-                  f"{shape.wait_final(uploaded[1], second_at)}")
+            ended = shape.wait_final({uploaded[0]: killed_at, uploaded[1]: time.monotonic()})
+            flow_run_id = shape.job(uploaded[0]).flow_run_id
+            print(f"   the killed worker's run: {ended[uploaded[0]]} (job), "
+                  f"{shape.prefect_state(flow_run_id)} in Prefect")
+            print(f"2. a training uploaded after the kill, taken by {survivor}: {ended[uploaded[1]]}")
             shape.start_worker("worker-3")
             time.sleep(5)  # let worker-3 poll the pool before the upload
             uploaded.append(shape.upload())
@@ -196,8 +192,8 @@ def main() -> None:
             done = subprocess.run([str(BIN / "prefect"), "deployment", "run", "housekeeping/housekeeping"],
                                   env=shape.env, capture_output=True, text=True, timeout=120)
             housekeeping_at = time.monotonic()
-            result = shape.wait_final(uploaded[2], housekeeping_at, timeout=90) if done.returncode == 0 else (
-                f"housekeeping not started: {done.stderr[-300:]}")
+            result = (shape.wait_final({uploaded[2]: housekeeping_at}, timeout=90)[uploaded[2]]
+                      if done.returncode == 0 else f"housekeeping not started: {done.stderr[-300:]}")
             print(f"   after a housekeeping run: {result}")
             jobs = [shape.job(p) for p in uploaded]
             print(f"acknowledged training uploads: {len(uploaded)}, without their job in PostgreSQL: "

@@ -1,8 +1,8 @@
 """What lives where under the data dir, and which data dir is configured.
 
 The data dir, the system of record's engine and where the event logs live are the settings storage reads for
-itself (SWITCHBOARD_DATA_DIR, SWITCHBOARD_DATABASE_URL and its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S and _RECONNECT_TIMEOUT_S,
-SWITCHBOARD_EVENTS_URI), so an analyst's notebook can call
+itself (SWITCHBOARD_DATA_DIR, SWITCHBOARD_DATABASE_URL with its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S and
+SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S, SWITCHBOARD_EVENTS_URI), so an analyst's notebook can call
 storage.analytics.connect() with no arguments; everything else configurable is read by api/settings.py, which takes
 the first two from here too.
 """
