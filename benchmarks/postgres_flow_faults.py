@@ -169,10 +169,11 @@ def main() -> None:
             killed_at = time.monotonic()
             survivor = "worker-2" if killed == "worker-1" else "worker-1"
             uploaded.append(shape.upload())
+            second_at = time.monotonic()
             time.sleep(5)
             print(f"1. kill -9 of {killed} (its process group) while it ran a training; 5 s later its flow-run "
                   f"process is {'alive' if Path(f'/proc/{run_pid}').exists() else 'gone'}")
-            ended = shape.wait_final({uploaded[0]: killed_at, uploaded[1]: time.monotonic()})
+            ended = shape.wait_final({uploaded[0]: killed_at, uploaded[1]: second_at})
             flow_run_id = shape.job(uploaded[0]).flow_run_id
             print(f"   the killed worker's run: {ended[uploaded[0]]} (job), "
                   f"{shape.prefect_state(flow_run_id)} in Prefect")
