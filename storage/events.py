@@ -203,7 +203,8 @@ def compact(events_dir: EventsDir, table: str, today: date | None = None, min_fi
         live, held = _live(_listing(fs, folder, recursive=False))
         if len(live) >= min_files:
             ordered = sorted(live, key=lambda i: i.base_name)
-            merged = pa.concat_tables([pq.read_table(i.path, filesystem=fs) for i in ordered], promote_options="default")
+            merged = pa.concat_tables([pq.read_table(i.path, filesystem=fs) for i in ordered],
+                                      promote_options="default")
             _write_part(events_dir, table, merged, day, MERGED)
             held += live
         for info in held:
