@@ -127,7 +127,8 @@ def _live(found: Iterable[pafs.FileInfo]) -> tuple[list[pafs.FileInfo], list[paf
     for info in found:
         if _is_part(info):
             by_folder.setdefault(info.path.rsplit("/", 1)[0], []).append(info)
-    live, held = [], []
+    live: list[pafs.FileInfo] = []
+    held: list[pafs.FileInfo] = []
     for files in by_folder.values():
         merged = [i for i in files if i.base_name.startswith(MERGED)]
         newest = max(merged, key=lambda i: i.base_name) if merged else None
