@@ -13,9 +13,9 @@ No row may block a log. The API bounds every field at the edge, but should a row
 (an integer beyond its column, say), the flush writes every other row and sets that one aside in a dead-letter
 file of its own, `<events>/_dead_letter/<table>/dead-<ns>-<pid>-<random>.jsonl`, one JSON object per line with the
 error and the row: a new file per flush, as object stores cannot append (`events_dir` may be any of
-storage/events.py's locations). A flush that
-cannot write at all (disk full) keeps the rows for the next tick, up to `max_pending_bytes`; past that the oldest
-are dropped with an error in the log rather than the process growing without bound.
+storage/events.py's locations). A flush that cannot write at all (disk full) keeps the rows for the next tick, up
+to `max_pending_bytes`; past that the oldest are dropped with an error in the log rather than the process growing
+without bound.
 """
 
 from __future__ import annotations
