@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from api.client_address import parse_networks
-from storage.layout import DataDir, configured_data_dir, configured_database_url
+from storage.layout import DataDir, configured_data_dir, configured_database_url, configured_events_uri
 
 
 def _int(name: str, default: int) -> int:
@@ -73,6 +73,8 @@ class Settings:
     store_url: str | None = None  # published in run/owner.json; default http://<store_host>:<store_port>
     # postgresql://...: PostgreSQL is the system of record, every process connects to it, no store owner runs.
     database_url: str | None = None
+    # A URI (s3://bucket/prefix, ...): the event logs live there instead of the data dir's events/ folder.
+    events_uri: str | None = None
     preference_cache_seconds: float = 5.0
     # Per-key rate limits (docs/api.md); per_minute 0 = off. Per API worker process.
     rate_limit_per_minute: int = 600
@@ -134,8 +136,9 @@ class Settings:
         return self.layout.run_dir
 
     @property
-    def events_dir(self) -> Path:
-        return self.layout.events_dir
+    def events_dir(self) -> Path | str:
+        """The event logs' location as storage/events.py takes it: a local folder, or SWITCHBOARD_EVENTS_URI."""
+        return self.events_uri or self.layout.events_dir
 
     @property
     def artefacts_dir(self) -> Path:
@@ -287,6 +290,7 @@ def get_settings() -> Settings:
         store_port=_int("SWITCHBOARD_STORE_PORT", STORE_PORT),
         store_url=os.environ.get("SWITCHBOARD_STORE_URL") or None,
         database_url=configured_database_url(),
+        events_uri=configured_events_uri(),
         preference_cache_seconds=_float("SWITCHBOARD_PREFERENCE_CACHE_SECONDS", 5.0),
         rate_limit_per_minute=max(0, _int("SWITCHBOARD_RATE_LIMIT_PER_MINUTE", 600)),
         rate_limit_burst=max(1, _int("SWITCHBOARD_RATE_LIMIT_BURST", 60)),

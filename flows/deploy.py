@@ -36,9 +36,17 @@ async def ensure_pool(name: str, pool_type: str) -> bool:
             return True
 
 
-def pool_deployments(pool: str, job_variables: dict[str, Any] | None = None) -> list[Any]:
+# A process worker pipes each flow run's output through itself, so a worker killed (kill -9, out of memory) took
+# its runs down with it and left them Pending or Running in Prefect for ever; unpiped, a run outlives its worker
+# and ends as it would have (docs/benchmarks.md, "Issue 25, what was left"). Flow logs still reach Prefect's API.
+PROCESS_JOB_VARIABLES = {"stream_output": False}
+
+
+def pool_deployments(pool: str, job_variables: dict[str, Any] | None = None,
+                     pool_type: str = PROCESS) -> list[Any]:
+    defaults = PROCESS_JOB_VARIABLES if pool_type == PROCESS else {}
     return deployments(work_pool_name=pool, entrypoint_type=EntrypointType.MODULE_PATH,
-                       job_variables=job_variables or {})
+                       job_variables={**defaults, **(job_variables or {})})
 
 
 def deploy(pool: str, pool_type: str = PROCESS, create_pool: bool = True,
@@ -47,7 +55,7 @@ def deploy(pool: str, pool_type: str = PROCESS, create_pool: bool = True,
     if create_pool:
         asyncio.run(ensure_pool(pool, pool_type))
     names = []
-    for deployment in pool_deployments(pool, job_variables):
+    for deployment in pool_deployments(pool, job_variables, pool_type):
         deployment.apply(work_pool_name=pool)
         names.append(f"{deployment.flow_name}/{deployment.name}")
     return names

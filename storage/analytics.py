@@ -28,7 +28,7 @@ from storage import events, migrate
 from storage.database import DuckDbConnection
 from storage.errors import StoreError
 from storage.event_schemas import BY_TABLE
-from storage.layout import DataDir, configured_data_dir, configured_database_url
+from storage.layout import DataDir, configured_data_dir, configured_database_url, configured_events_uri
 from storage.owner import live_owner
 from storage.repositories.maintenance import CATALOGUE_TABLES
 from storage.sql import sql_literal
@@ -57,13 +57,13 @@ def view_names() -> list[str]:
 def connect(data_dir: Path | str | None = None, events_dir: events.EventsDir | None = None
             ) -> duckdb.DuckDBPyConnection:
     """The analysts' connection for a data dir (default: the configured SWITCHBOARD_DATA_DIR) and its event logs
-    (default: the data dir's events/ folder)."""
+    (default: SWITCHBOARD_EVENTS_URI when set, else the data dir's events/ folder)."""
     layout = DataDir(Path(data_dir) if data_dir is not None else configured_data_dir())
     conn = duckdb.connect()
     try:
         _load_catalogue(conn, layout.db_path, layout.run_dir)
         for table in EVENT_TABLES:
-            _event_view(conn, layout.events_dir if events_dir is None else events_dir, table)
+            _event_view(conn, events_dir or configured_events_uri() or layout.events_dir, table)
         for statement in view_statements():
             conn.execute(statement)
     except BaseException:
@@ -142,9 +142,8 @@ def _event_view(conn: duckdb.DuckDBPyConnection, events_dir: events.EventsDir, t
     if not events.parts(events_dir, table):
         conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_schema")
     elif isinstance(events.location(events_dir)[0], pafs.LocalFileSystem):
-        pattern = sql_literal(Path(events.glob(Path(events.location(events_dir)[1]), table)))
-        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_schema UNION ALL BY NAME SELECT * FROM"
-                     f" read_parquet({pattern}, hive_partitioning = true, union_by_name = true)")
+        scan = events.duckdb_scan(Path(events.location(events_dir)[1]), table)
+        conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_schema UNION ALL BY NAME {scan}")
     else:  # DuckDB cannot list a pyarrow filesystem: it scans pyarrow's dataset, filters pushed down
         conn.register(f"{name}_parts", events.dataset(events_dir, table, BY_TABLE[table]))
         conn.execute(f"CREATE VIEW {name} AS SELECT * FROM {name}_parts")

@@ -11,23 +11,24 @@ shutdown (`close()`) flushes everything (docs/routing.md, "Sessions").
 
 No row may block a log. The API bounds every field at the edge, but should a row still not fit the table's schema
 (an integer beyond its column, say), the flush writes every other row and sets that one aside in a dead-letter
-file, `<events>/_dead_letter/<table>.jsonl`, one JSON object per line with the error and the row. A flush that
-cannot write at all (disk full) keeps the rows for the next tick, up to `max_pending_bytes`; past that the oldest
-are dropped with an error in the log rather than the process growing without bound.
+file of its own, `<events>/_dead_letter/<table>/dead-<ns>-<pid>-<random>.jsonl`, one JSON object per line with the
+error and the row: a new file per flush, as object stores cannot append (`events_dir` may be any of
+storage/events.py's locations). A flush that cannot write at all (disk full) keeps the rows for the next tick, up
+to `max_pending_bytes`; past that the oldest are dropped with an error in the log rather than the process growing
+without bound.
 """
 
 from __future__ import annotations
 
 import io
 import logging
-import os
 import threading
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.json as pa_json
 
 from storage import events
@@ -37,7 +38,7 @@ MAX_PENDING_BYTES = 256 * 1024 * 1024  # about 50,000 large session rows: minute
 
 
 class EventBuffer:
-    def __init__(self, events_dir: Path, table: str, schema: pa.Schema, flush_seconds: float = 1.0,
+    def __init__(self, events_dir: events.EventsDir, table: str, schema: pa.Schema, flush_seconds: float = 1.0,
                  max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
         self.events_dir, self.table, self.schema = events_dir, table, schema
         self.flush_seconds, self.max_pending_bytes = flush_seconds, max_pending_bytes
@@ -118,23 +119,34 @@ class EventBuffer:
             log.error("%s: dropped the %d oldest unwritten rows (over %d bytes pending while writes fail)",
                       self.table, dropped, self.max_pending_bytes)
 
-    def dead_letter_path(self) -> Path:
-        return self.events_dir / "_dead_letter" / f"{self.table}.jsonl"
+    def _dead_letter_folder(self) -> tuple[pafs.FileSystem, str, str]:
+        fs, root, prefix = events.location(self.events_dir)
+        return fs, f"{root}/_dead_letter/{self.table}" if root else f"_dead_letter/{self.table}", prefix
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """Every row this table's buffers set aside, oldest file first, as written (with `at`, `error`, `row`)."""
+        fs, folder, _ = self._dead_letter_folder()
+        found = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        letters = []
+        for info in sorted((i for i in found if i.base_name.startswith("dead-")), key=lambda i: i.base_name):
+            with fs.open_input_stream(info.path) as fh:
+                letters += [msgspec.json.decode(line) for line in fh.read().splitlines() if line]
+        return letters
 
     def _dead_letter(self, rejected: list[tuple[bytes, str]]) -> None:
-        path = self.dead_letter_path()
         now = datetime.now(timezone.utc).isoformat()
+        body = b"".join(self._encode({"at": now, "table": self.table, "error": error, "row": msgspec.Raw(line)})
+                        + b"\n" for line, error in rejected)
+        fs, folder, prefix = self._dead_letter_folder()
+
+        def write(path: str) -> None:
+            with fs.open_output_stream(path) as fh:
+                fh.write(body)
+
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            with os.fdopen(fd, "ab") as fh:
-                for line, error in rejected:
-                    fh.write(self._encode({"at": now, "table": self.table, "error": error,
-                                           "row": msgspec.Raw(line)}) + b"\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            path = events.publish(fs, folder, events.unique_name("dead-", ".jsonl"), prefix, write)
         except OSError:
-            log.exception("%s: could not write %d rejected row(s) to %s", self.table, len(rejected), path)
+            log.exception("%s: could not write %d rejected row(s) under %s", self.table, len(rejected), folder)
             return
         log.error("%s: %d row(s) did not fit the table and were set aside in %s: %s", self.table, len(rejected),
                   path, rejected[0][1])

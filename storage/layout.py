@@ -1,7 +1,8 @@
 """What lives where under the data dir, and which data dir is configured.
 
-The data dir and the system of record's engine are the settings storage reads for itself (SWITCHBOARD_DATA_DIR,
-SWITCHBOARD_DATABASE_URL and its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S), so an analyst's notebook can call
+The data dir, the system of record's engine and where the event logs live are the settings storage reads for
+itself (SWITCHBOARD_DATA_DIR, SWITCHBOARD_DATABASE_URL with its pool's SWITCHBOARD_DATABASE_POOL_TIMEOUT_S and
+SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S, SWITCHBOARD_EVENTS_URI), so an analyst's notebook can call
 storage.analytics.connect() with no arguments; everything else configurable is read by api/settings.py, which takes
 the first two from here too.
 """
@@ -25,6 +26,17 @@ def configured_database_url() -> str | None:
     return os.environ.get("SWITCHBOARD_DATABASE_URL") or None
 
 
+def configured_events_uri() -> str | None:
+    """Where the Parquet event logs (sessions, feedback, usage, gateway calls, dead letters) live when not in the
+    data dir's events/ folder: a URI storage/events.py reads through pyarrow's filesystems, such as
+    s3://bucket/prefix?region=eu-west-1 (docs/deployment.md, "Event logs on object storage")."""
+    text = os.environ.get("SWITCHBOARD_EVENTS_URI") or None
+    if text is not None and "://" not in text:
+        raise SystemExit(f"SWITCHBOARD_EVENTS_URI must be a URI such as s3://bucket/prefix or file:///path, "
+                         f"not {text!r}")
+    return text
+
+
 DEFAULT_POOL_TIMEOUT_S = 2.0
 
 
@@ -40,6 +52,25 @@ def configured_pool_timeout_s() -> float:
         value = float(text)
     except ValueError:
         raise SystemExit(f"SWITCHBOARD_DATABASE_POOL_TIMEOUT_S must be a number of seconds, not {text!r}") from None
+    return max(0.1, value)
+
+
+DEFAULT_RECONNECT_TIMEOUT_S = 1.0
+
+
+def configured_reconnect_timeout_s() -> float:
+    """How long a process's pool retries a lost PostgreSQL connection by itself before it gives the attempt up and
+    leaves the next request to open one at once. psycopg_pool's own default (5 min) retries after 1 s, 2 s, 4 s...,
+    so a request came through about 5 s after PostgreSQL returned from 8 s down; giving up after 1 s means the
+    first request after its return connects (docs/benchmarks.md, "Issue 25, ... (2026-11-25, morning)")."""
+    text = os.environ.get("SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S")
+    if not text:
+        return DEFAULT_RECONNECT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise SystemExit(f"SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S must be a number of seconds, not {text!r}"
+                         ) from None
     return max(0.1, value)
 
 

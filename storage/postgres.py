@@ -23,7 +23,7 @@ from psycopg_pool import ConnectionPool
 
 from storage import migrate
 from storage.errors import DatabaseUnavailable
-from storage.layout import configured_pool_timeout_s
+from storage.layout import configured_pool_timeout_s, configured_reconnect_timeout_s
 from storage.sql import SqlDatabase
 
 CHANGES_CHANNEL = "switchboard_changes"
@@ -61,7 +61,7 @@ class PostgresDatabase(SqlDatabase):
         self.origin = secrets.token_hex(8)
         self.pool = ConnectionPool(url, min_size=1, max_size=max_connections, open=False, kwargs=connect_options(url),
                                    timeout=configured_pool_timeout_s() if pool_timeout_s is None else pool_timeout_s,
-                                   name="switchboard")
+                                   reconnect_timeout=configured_reconnect_timeout_s(), name="switchboard")
         try:
             self.pool.open(wait=True, timeout=open_timeout_s)
         except Exception as exc:

@@ -115,7 +115,7 @@ class Call:
 
 
 class CallLog:
-    def __init__(self, events_dir: Path, flush_seconds: float, recent: int = 20_000) -> None:
+    def __init__(self, events_dir: Path | str, flush_seconds: float, recent: int = 20_000) -> None:
         self.buffer = EventBuffer(events_dir, "gateway_calls", GATEWAY_CALL_SCHEMA, flush_seconds)
         self._answered: OrderedDict[str, tuple[str, str]] = OrderedDict()  # session -> (user, provider/model)
         self._conversations: OrderedDict[str, tuple[str, str]] = OrderedDict()  # digest -> (user, provider/model)

@@ -1,7 +1,7 @@
-"""The event logs go through a pyarrow filesystem (storage/events.py): the same appends, listing, reading and
-compaction, and the readers of the logs, on a local folder given as a path, the same folder given as a file:// URI,
-and a filesystem object as an object store is given (pyarrow's in-memory one standing in for S3: no renames, no
-fsync)."""
+"""The event logs go through a pyarrow filesystem (storage/events.py): the same appends, listing, reading,
+compaction and dead letters, and the readers of the logs, on a local folder given as a path, the same folder given as
+a file:// URI, and a filesystem object as an object store is given (fsspec's in-memory filesystem behind pyarrow's
+PyFileSystem standing in for S3: not local, no renames, no fsync, no network)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,17 @@ import uuid
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
+import fsspec
+import duckdb
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
+from pyarrow.fs import FSSpecHandler
 
 from api.prompt_optimization.usage_log import run_usage
 from api.selection.sessions import SessionLog, new_session_id
 from storage import analytics, events
+from storage.event_buffer import EventBuffer
 from storage.event_schemas import USAGE_SCHEMA
 
 TODAY = date(2026, 3, 10)
@@ -32,8 +36,13 @@ def events_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str | p
         return tmp_path / "events"
     if request.param == "file-uri":
         return f"file://{tmp_path}/events"
-    # As one would pass S3: a filesystem rooted at the bucket's prefix (here pyarrow's in-memory one).
-    return pafs.SubTreeFileSystem("bucket/switchboard/events", pafs._MockFileSystem())
+    return object_store(f"/bucket-{uuid.uuid4().hex}/switchboard/events")  # fsspec names memory paths from /
+
+
+def object_store(root: str, handler: type[FSSpecHandler] = FSSpecHandler) -> pafs.FileSystem:
+    """As one would pass S3: a filesystem rooted at the bucket's prefix. fsspec's memory filesystem is one store per
+    process, hence a bucket of its own per test."""
+    return pafs.SubTreeFileSystem(root, pafs.PyFileSystem(handler(fsspec.filesystem("memory"))))
 
 
 def test_appended_parts_are_listed_and_read_back(events_dir):
@@ -58,6 +67,77 @@ def test_compaction_merges_finished_days_on_any_filesystem(events_dir):
     assert len(listed) == 2  # one merged file for the old day, today's untouched
     merged = [t for t in events.read(events_dir, listed) if t.num_rows == 6]
     assert len(merged) == 1 and sorted(merged[0].column("n").to_pylist()) == list(range(6))
+
+
+def test_readers_count_each_row_once_at_every_step_of_a_compaction(events_dir, tmp_path):
+    """A reader that lists while housekeeping compacts a day (the merged file written, its parts being deleted one
+    by one) reads every row once: checked before each deletion, through the pyarrow readers and, on a local
+    folder, through the analysts' DuckDB view, which lists the folder again at each query."""
+    old, checked = TODAY - timedelta(days=3), []
+    for start in (0, 2, 4):
+        events.append(events_dir, "feedback", rows(start, 2), day=old)
+    events.append(events_dir, "feedback", rows(6, 1), day=TODAY)
+    local = not isinstance(events_dir, pafs.FileSystem)
+
+    def readers_see_every_row_once() -> None:
+        ns = [pa.concat_tables(events.read(events_dir, events.parts(events_dir, "feedback"))).column("n"),
+              events.dataset(events_dir, "feedback", pa.schema([("n", pa.int64())])).to_table().column("n")]
+        if local:
+            folder = Path(events.location(events_dir)[1])
+            ns.append(pa.chunked_array([[r[0] for r in duckdb.sql(
+                f"SELECT n FROM ({events.duckdb_scan(folder, 'feedback')})").fetchall()]], pa.int64()))
+        for n in ns:
+            assert sorted(n.to_pylist()) == list(range(7))
+        checked.append(len(ns))
+
+    class Watched(FSSpecHandler):
+        def delete_file(self, path: str) -> None:
+            readers_see_every_row_once()
+            super().delete_file(path)
+
+    # The same folder or bucket, its deletions watched.
+    compactor = (pafs.SubTreeFileSystem(events.location(events_dir)[1], pafs.PyFileSystem(Watched(
+        fsspec.filesystem("file")))) if local else object_store(events_dir.base_path, Watched))
+    assert events.compact(compactor, "feedback", today=TODAY) == 3
+    assert len(checked) == 3  # after the merged file appeared, and after each of the first two deletions
+    readers_see_every_row_once()
+    # A compaction that died before its deletions left parts that readers ignore; the next run removes them.
+    events.append(events_dir, "feedback", rows(7, 1), day=old - timedelta(days=1))
+    events.append(events_dir, "feedback", rows(8, 1), day=old - timedelta(days=1))
+    assert events.compact(events_dir, "feedback", today=TODAY) == 2
+    assert len(events.parts(events_dir, "feedback")) == 3 and events.compact(events_dir, "feedback", today=TODAY) == 0
+
+
+def test_rows_that_do_not_fit_are_set_aside_in_new_files_on_any_filesystem(events_dir):
+    buf = EventBuffer(events_dir, "llm_usage", USAGE_SCHEMA)
+    for batch in (["a", "b"], ["c"]):
+        for record_id in batch:  # text where the schema wants a number of tokens does not fit
+            buf.add(usage(record_id, "run", 1.0) | {"input_tokens": "many"})
+        buf.add(usage(f"ok-{batch[0]}", "run", 1.0))
+        assert buf.flush() == 1
+    assert [d["row"]["id"] for d in buf.dead_letters()] == ["a", "b", "c"]
+    assert [r["id"] for r in run_usage(events_dir, "run")] == ["ok-a", "ok-c"]
+
+
+def test_the_events_uri_setting_moves_the_logs(monkeypatch, tmp_path):
+    from api.settings import get_settings, reset_settings
+
+    monkeypatch.setenv("SWITCHBOARD_EVENTS_URI", f"file://{tmp_path}/elsewhere")
+    reset_settings()
+    try:
+        assert get_settings().events_dir == f"file://{tmp_path}/elsewhere"
+        events.append(get_settings().events_dir, "llm_usage",
+                      pa.Table.from_pylist([usage("x", "run", 1.0)], schema=USAGE_SCHEMA))
+        assert len(list((tmp_path / "elsewhere" / "llm_usage").rglob("part-*.parquet"))) == 1
+        with analytics.connect(tmp_path / "data") as conn:  # the analysts' default follows the setting
+            assert conn.execute("SELECT count(*) FROM events_llm_usage").fetchone() == (1,)
+        monkeypatch.setenv("SWITCHBOARD_EVENTS_URI", "my-bucket/events")
+        reset_settings()
+        with pytest.raises(SystemExit, match="must be a URI"):
+            get_settings()
+    finally:
+        monkeypatch.delenv("SWITCHBOARD_EVENTS_URI")
+        reset_settings()
 
 
 # The readers of the logs (session lookups, feedback following, a run's usage, the analysts' views) on each of them.
