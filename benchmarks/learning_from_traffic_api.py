@@ -9,8 +9,8 @@ For the left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, real per-prompt 0/1 outc
    the traffic, in order;
 2. a preference of its own with exploration_rate 0.1 routes the traffic through modelSelect at
    cost_quality_tradeoff 5 and reports the chosen model's real outcome to the feedback endpoint; whatever the service
-   serves at that moment (the router, the nearest-neighbour residual that feedback feeds, a promoted correction)
-   chooses. A second preference does the same with a fair coin as the label: the noise control;
+   serves at that moment (the router alone, or what the flow promoted: a cluster correction or the nearest-neighbour
+   residual that feedback feeds) chooses. A second preference does the same with a fair coin as the label: the noise control;
 3. at each checkpoint (0, 250, 500, 1,000, 2,000 feedbacks, as far as the traffic reaches) the flow is queued for
    that preference and waited for; then, with exploration off, the judged prompts are routed at
    cost_quality_tradeoff 0..10 through modelSelect under that preference and APGR (RouteLLM's) is computed from the
@@ -153,7 +153,8 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
                 decision = f"run {state.lower()}" if state != "COMPLETED" else "nothing fitted"
             else:
                 d, labels = v["difference"], v["labels"]
-                decision = v["decision"]
+                decision = v["decision"] if v["decision"] != "promoted" else \
+                    "promoted: " + ("residual" if v.get("kind") == "nearest-neighbour residual" else "clusters")
                 interval = f"{d['value']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
         apgr, shares = judge(svc, client, preference, j_prompts, s_j, w_j)
         fresh = apgr if fresh is None else fresh
@@ -185,7 +186,7 @@ def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_
                 for k, (n, _, _) in enumerate(runs[0]):
                     apgr = np.mean([run[k][1] for run in runs])
                     gain = np.mean([run[k][1] - run[0][1] for run in runs])
-                    promoted = sum(run[k][2] == "promoted" for run in runs)
+                    promoted = sum(run[k][2].startswith("promoted") for run in runs)
                     print(f"  {n:>9}  {apgr:6.3f} ({gain:+.3f})  {promoted}/{len(runs) if n else 0}", flush=True)
     finally:
         svc.stop()
