@@ -259,6 +259,9 @@ def main() -> int:
                              "(--speed-rows does not apply)")
     parser.add_argument("--speed-rows", type=int, default=100_000, help="0: skip the timing")
     parser.add_argument("--router-cache", help="keep the left-out routers in this folder and reuse them")
+    parser.add_argument("--labels", default="real,random",
+                        help="--through-api: which callers, of real, random (a fair coin) and none (traffic without "
+                             "feedback: the service's own drift)")
     args = parser.parse_args()
     only = args.only or ("gsm8k" if args.through_api else "mmlu,gsm8k")
     judged = args.judged or (300 if args.through_api else 3000)
@@ -285,7 +288,7 @@ def main() -> int:
                 from benchmarks.learning_from_traffic_api import curve_through_api
 
                 curve_through_api(benchmark, items, folder, folder / "model_benchmarks.csv", judged_n, N_FEEDBACK,
-                                  seeds)
+                                  seeds, tuple(args.labels.split(",")))
                 continue
             router = load_default_router(folder, folder / "model_benchmarks.csv")
             curve(benchmark, items, router, seeds, judged_n)
