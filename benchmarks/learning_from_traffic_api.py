@@ -10,9 +10,9 @@ For the left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, real per-prompt 0/1 outc
 2. a preference of its own with exploration_rate 0.1 routes the traffic through modelSelect at
    cost_quality_tradeoff 5 and reports the chosen model's real outcome to the feedback endpoint; whatever the service
    serves at that moment (the router alone, or what the flow promoted: a cluster correction or the nearest-neighbour
-   residual that feedback feeds) chooses. A second preference does the same with a fair coin as the label: the noise control;
-   with `--labels ...,none` another routes the same traffic and gives no feedback (no flow runs): what the
-   service's own dial, recalibrating on the preference's traffic, moves with nothing learned;
+   residual that feedback feeds) chooses. A second preference does the same with a fair coin as the label: the
+   noise control; with `--labels ...,none` another routes the same traffic and gives no feedback (no flow runs):
+   what the service's own dial, recalibrating on the preference's traffic, moves with nothing learned;
 3. at each checkpoint (0, 250, 500, 1,000, 2,000 feedbacks, as far as the traffic reaches) the flow is queued for
    that preference and waited for; then, with exploration off, the judged prompts are routed at
    cost_quality_tradeoff 0..10 through modelSelect under that preference and APGR (RouteLLM's) is computed from the

@@ -4,9 +4,9 @@ beyond the interval. Prefect's scheduler starts it hourly (flows/registry.py, SW
 `switchboard learning run --preference ID` runs it for one preference.
 
 Tasks: find-preferences -> per preference: build-training-table (the analysts' view decision_evidence) ->
-fit-and-evaluate (flows/learning/learn.py: the cluster correction and the nearest-neighbour residual, one gate) -> record-version (the store keeps every version; promotion moves the
-pointer and the change feed brings it to every API worker) -> publish-artifacts (the learning curve, both
-estimates, the decision).
+fit-and-evaluate (flows/learning/learn.py: the cluster correction and the nearest-neighbour residual, one gate) ->
+record-version (the store keeps every version; promotion moves the pointer and the change feed brings it to every
+API worker) -> publish-artifacts (the learning curve, both estimates, the decision).
 """
 
 from __future__ import annotations
