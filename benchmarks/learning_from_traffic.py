@@ -259,6 +259,7 @@ def main() -> int:
                              "(--speed-rows does not apply)")
     parser.add_argument("--speed-rows", type=int, default=100_000, help="0: skip the timing")
     parser.add_argument("--router-cache", help="keep the left-out routers in this folder and reuse them")
+    parser.add_argument("--first-seed", type=int, default=0, help="--through-api: seeds from this one on")
     parser.add_argument("--labels", default="real,random",
                         help="--through-api: which callers, of real, random (a fair coin) and none (traffic without "
                              "feedback: the service's own drift)")
@@ -288,7 +289,7 @@ def main() -> int:
                 from benchmarks.learning_from_traffic_api import curve_through_api
 
                 curve_through_api(benchmark, items, folder, folder / "model_benchmarks.csv", judged_n, N_FEEDBACK,
-                                  seeds, tuple(args.labels.split(",")))
+                                  seeds, tuple(args.labels.split(",")), args.first_seed)
                 continue
             router = load_default_router(folder, folder / "model_benchmarks.csv")
             curve(benchmark, items, router, seeds, judged_n)

@@ -170,7 +170,7 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
 
 
 def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_n: int, checkpoints: tuple[int, ...],
-                      seeds: int, labels: tuple[str, ...] = ("real", "random")) -> None:
+                      seeds: int, labels: tuple[str, ...] = ("real", "random"), first_seed: int = 0) -> None:
     os.environ.update(SWITCHBOARD_DEFAULT_ROUTER_DIR=str(router_dir), SWITCHBOARD_MODEL_FIGURES=str(figures))
     root = Path(tempfile.mkdtemp(prefix="switchboard-learning-api-"))
     started = time.perf_counter()
@@ -189,7 +189,7 @@ def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_
                       f"{'DR difference [95 %]':<26}  {'flow s':>6}  {'traffic s':>9}  "
                       "strong share at t = 0, 2, .., 10", flush=True)
                 runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise, feedback)
-                        for seed in range(seeds)]
+                        for seed in range(first_seed, first_seed + seeds)]
                 print(f"  mean of {seeds} seed(s): APGR served (gain over the fresh preference), flows that promoted")
                 for k, (n, _, _) in enumerate(runs[0]):
                     apgr = np.mean([run[k][1] for run in runs])
