@@ -17,8 +17,9 @@ For each left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, RouteLLM's per-prompt 0
 4. after 0, 250, 500, 1000, 2000 feedbacks the learn-from-traffic code (flows/learning/learn.py: the flow's own
    fit, off-policy evaluation and promotion rule, called in process, not through Prefect) fits a challenger, and
    the judged prompts are routed by (a) the router alone (a fresh preference), (b) the router plus the challenger as
-   fitted, (c) what the flow serves (the challenger only if promoted), (d) the nearest-neighbour residual that
-   feedback feeds today (api/selection/personalization.py) with the same feedback;
+   fitted (the cluster correction), (c) what the flow serves (the challenger it promoted, if any: the cluster
+   correction or the nearest-neighbour residual), (d) the nearest-neighbour residual
+   (api/selection/personalization.py) fed the same feedback, ungated;
    APGR (RouteLLM's, over the strong-call share 0..1, as the dial sweeps it) of each on the judged prompts;
 5. the same with random labels (a fair coin per feedback): the noise control;
 6. the ceiling: the same correction fitted on both models' outcomes for every traffic prompt.
@@ -159,8 +160,10 @@ def curve(name, items, router, seeds: int, judged_n: int) -> None:
                                                                     "label": np.zeros(len(judged))}, len(judged))
                 q_chal = corrected_quality(judged_ev, Correction.of("c", outcome.parameters))
                 chal = apgr_of(q_chal[:, 0] - q_chal[:, 1], s_j, w_j)
-                served = chal if outcome.promote else fresh
                 nn = apgr_of(nn_gap(quality, features, judged, traffic, log, n, dim), s_j, w_j)
+                # the promoted version: a cluster correction, or the residual memory fed every feedback so far
+                served = fresh if not outcome.promote else nn if outcome.parameters.nearest_neighbour_residual \
+                    else chal
                 table[n].append([fresh, chal, served, nn, float(outcome.promote)])
         if not noise:
             ceiling = [full_label_ceiling(quality, features, strong, weak, seed, judged_n, version)
@@ -256,6 +259,10 @@ def main() -> int:
                              "(--speed-rows does not apply)")
     parser.add_argument("--speed-rows", type=int, default=100_000, help="0: skip the timing")
     parser.add_argument("--router-cache", help="keep the left-out routers in this folder and reuse them")
+    parser.add_argument("--first-seed", type=int, default=0, help="--through-api: seeds from this one on")
+    parser.add_argument("--labels", default="real,random",
+                        help="--through-api: which callers, of real, random (a fair coin) and none (traffic without "
+                             "feedback: the service's own drift)")
     args = parser.parse_args()
     only = args.only or ("gsm8k" if args.through_api else "mmlu,gsm8k")
     judged = args.judged or (300 if args.through_api else 3000)
@@ -282,7 +289,7 @@ def main() -> int:
                 from benchmarks.learning_from_traffic_api import curve_through_api
 
                 curve_through_api(benchmark, items, folder, folder / "model_benchmarks.csv", judged_n, N_FEEDBACK,
-                                  seeds)
+                                  seeds, tuple(args.labels.split(",")), args.first_seed)
                 continue
             router = load_default_router(folder, folder / "model_benchmarks.csv")
             curve(benchmark, items, router, seeds, judged_n)

@@ -9,8 +9,10 @@ For the left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, real per-prompt 0/1 outc
    the traffic, in order;
 2. a preference of its own with exploration_rate 0.1 routes the traffic through modelSelect at
    cost_quality_tradeoff 5 and reports the chosen model's real outcome to the feedback endpoint; whatever the service
-   serves at that moment (the router, the nearest-neighbour residual that feedback feeds, a promoted correction)
-   chooses. A second preference does the same with a fair coin as the label: the noise control;
+   serves at that moment (the router alone, or what the flow promoted: a cluster correction or the nearest-neighbour
+   residual that feedback feeds) chooses. A second preference does the same with a fair coin as the label: the
+   noise control; with `--labels ...,none` another routes the same traffic and gives no feedback (no flow runs):
+   what the service's own dial, recalibrating on the preference's traffic, moves with nothing learned;
 3. at each checkpoint (0, 250, 500, 1,000, 2,000 feedbacks, as far as the traffic reaches) the flow is queued for
    that preference and waited for; then, with exploration off, the judged prompts are routed at
    cost_quality_tradeoff 0..10 through modelSelect under that preference and APGR (RouteLLM's) is computed from the
@@ -55,8 +57,9 @@ def set_exploration(svc: Service, client: httpx.Client, preference: str, rate: f
 
 
 def send_traffic(svc: Service, preference: str, prompts: list[str], strong: np.ndarray, weak: np.ndarray,
-                 coins: np.ndarray | None) -> None:
-    """Route each prompt and report its label (the chosen model's real outcome, or the coin)."""
+                 coins: np.ndarray | None, feedback: bool = True) -> None:
+    """Route each prompt and report its label (the chosen model's real outcome, or the coin; none if not
+    `feedback`)."""
 
     def one(i: int, client: httpx.Client) -> None:
         r = client.post(f"{svc.api_url}/v2/modelRouter/modelSelect", headers=svc.headers,
@@ -64,6 +67,8 @@ def send_traffic(svc: Service, preference: str, prompts: list[str], strong: np.n
                               "cost_quality_tradeoff": TRADEOFF, "preference_id": preference})
         r.raise_for_status()
         body = r.json()
+        if not feedback:
+            return
         pick = body["providers"][0]
         chose_strong = pick["model"] == STRONG["model"]
         label = int(coins[i]) if coins is not None else int((strong if chose_strong else weak)[i])
@@ -124,7 +129,7 @@ def judge(svc: Service, client: httpx.Client, preference: str, prompts: list[str
 
 
 def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_n: int,
-                   checkpoints: tuple[int, ...], noise: bool) -> list[tuple[int, float, str]]:
+                   checkpoints: tuple[int, ...], noise: bool, feedback: bool = True) -> list[tuple[int, float, str]]:
     """One simulated caller (its own preference, so its own dial, residual memory and corrections):
     [(feedbacks, APGR served on the judged prompts, the flow's decision)] per checkpoint."""
     order = np.random.default_rng(seed).permutation(len(items.prompts))  # the in-process mode's split
@@ -133,7 +138,7 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
     s_j, w_j = items.strong[judged], items.weak[judged]
     coins = np.random.default_rng(seed + 1000).integers(0, 2, len(traffic)) if noise else None
     r = client.post(f"{svc.api_url}/v2/preferences/userPreferenceCreate", headers=svc.headers,
-                    json={"name": f"learning seed {seed}{' noise' if noise else ''}"})
+                    json={"name": f"learning seed {seed}{' noise' if noise else ''}{'' if feedback else ' silent'}"})
     r.raise_for_status()
     preference = r.json()["preference_id"]
     set_exploration(svc, client, preference, RATE)
@@ -142,10 +147,10 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
         t0 = time.perf_counter()
         idx = traffic[sent:n]
         send_traffic(svc, preference, [items.prompts[i] for i in idx], items.strong[idx], items.weak[idx],
-                     None if coins is None else coins[sent:n])
+                     None if coins is None else coins[sent:n], feedback)
         sent, traffic_s = n, time.perf_counter() - t0
         decision, interval, flow_s, labels = "-", "-", 0.0, 0
-        if n:
+        if n and feedback:
             time.sleep(FEED_SETTLE_S)
             state, flow_s = run_flow(svc, preference)
             v = latest_version(svc, preference)
@@ -153,7 +158,8 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
                 decision = f"run {state.lower()}" if state != "COMPLETED" else "nothing fitted"
             else:
                 d, labels = v["difference"], v["labels"]
-                decision = v["decision"]
+                decision = v["decision"] if v["decision"] != "promoted" else \
+                    "promoted: " + ("residual" if v.get("kind") == "nearest-neighbour residual" else "clusters")
                 interval = f"{d['value']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
         apgr, shares = judge(svc, client, preference, j_prompts, s_j, w_j)
         fresh = apgr if fresh is None else fresh
@@ -164,7 +170,7 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
 
 
 def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_n: int, checkpoints: tuple[int, ...],
-                      seeds: int) -> None:
+                      seeds: int, labels: tuple[str, ...] = ("real", "random"), first_seed: int = 0) -> None:
     os.environ.update(SWITCHBOARD_DEFAULT_ROUTER_DIR=str(router_dir), SWITCHBOARD_MODEL_FIGURES=str(figures))
     root = Path(tempfile.mkdtemp(prefix="switchboard-learning-api-"))
     started = time.perf_counter()
@@ -174,18 +180,21 @@ def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     try:
         with httpx.Client(timeout=60) as client:
-            for noise in (False, True):
-                kind = "random labels (noise control)" if noise else "real outcomes (bandit feedback)"
+            modes = {"real": (False, True), "random": (True, True), "none": (False, False)}
+            for noise, feedback in [modes[label] for label in labels]:
+                kind = "no feedback (the service's drift)" if not feedback else \
+                    "random labels (noise control)" if noise else "real outcomes (bandit feedback)"
                 print(f"  {kind}", flush=True)
                 print(f"  {'':6} {'feedbacks':>9}  {'fitted':>6}  {'served APGR':>15}  {'flow decision':<18}  "
                       f"{'DR difference [95 %]':<26}  {'flow s':>6}  {'traffic s':>9}  "
                       "strong share at t = 0, 2, .., 10", flush=True)
-                runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise) for seed in range(seeds)]
+                runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise, feedback)
+                        for seed in range(first_seed, first_seed + seeds)]
                 print(f"  mean of {seeds} seed(s): APGR served (gain over the fresh preference), flows that promoted")
                 for k, (n, _, _) in enumerate(runs[0]):
                     apgr = np.mean([run[k][1] for run in runs])
                     gain = np.mean([run[k][1] - run[0][1] for run in runs])
-                    promoted = sum(run[k][2] == "promoted" for run in runs)
+                    promoted = sum(run[k][2].startswith("promoted") for run in runs)
                     print(f"  {n:>9}  {apgr:6.3f} ({gain:+.3f})  {promoted}/{len(runs) if n else 0}", flush=True)
     finally:
         svc.stop()

@@ -68,7 +68,11 @@ class FeedbackService:
         embedding = session.get("embedding")
         if embedding is None:  # an older session, read back from the log: embed its stored messages again
             embedding = self.selection.embed_text(msgspec.json.decode(session["content"]))
-        predicted = float(session["predicted_quality"][list(session["eligible"]).index(chosen)])
+        # The residual the memory learns is measured against the router's own prediction (what the flow corrects
+        # too), not against what a promoted correction made of it; sessions older than that column have only the other.
+        base = session.get("router_quality")
+        predicted = float((base if base is not None else session["predicted_quality"])
+                          [list(session["eligible"]).index(chosen)])
         feedback_id = str(uuid.uuid4())
         label = int(report.feedback.accuracy)
         self.sessions.record_feedback({

@@ -7,8 +7,12 @@ the model's mean feedback residual (label - predicted) shrunk towards 0, w_m its
 penalty that the residuals choose (flows/learning/fit.py). Noise or a handful of labels leave w near 0 and b small:
 the router is kept where the labels do not agree. Serving adds delta to the candidates the correction knows (k dot
 products per decision) and leaves the others alone; this is the one definition of the correction, used by the
-flow's evaluation too. A preference with a live correction is no longer moved by the nearest-neighbour residual
-(api/selection/personalization.py): the correction was fitted on the same feedback.
+flow's evaluation too.
+
+A version may instead promote the nearest-neighbour residual (api/selection/personalization.py): then it carries no
+clusters or models, only `nearest_neighbour_residual`, and the service applies the preference's feedback memory as
+it stands. One or the other is live for a preference, never both: they are fitted on the same feedback. A preference
+with no promoted version is served by its router alone, whatever feedback it gave.
 
 Which version serves a preference is a pointer in the store (storage/repositories/learning.py); every API worker
 keeps the live ones in memory and reloads a preference's when the store's change feed names it.
@@ -36,6 +40,7 @@ class CorrectionParameters(msgspec.Struct, frozen=True):
     models: list[str]             # provider/model keys, aligned with weights and bias
     weights: list[list[float]]    # per model, one deviation per cluster
     bias: list[float]
+    nearest_neighbour_residual: bool = False  # serve the feedback memory instead (no clusters, no models)
 
 
 @dataclass(frozen=True)
@@ -46,15 +51,17 @@ class Correction:
     rows: dict[str, int]
     weights: np.ndarray    # (models, k)
     bias: np.ndarray
+    nearest_neighbour_residual: bool = False
 
     @classmethod
     def of(cls, version_id: str, p: CorrectionParameters) -> "Correction":
         if p.format != FORMAT:
             raise ValueError(f"correction format {p.format} is not {FORMAT}")
-        centroids = np.asarray(p.centroids, dtype=np.float64).reshape(len(p.centroids), -1)
+        centroids = np.asarray(p.centroids, dtype=np.float64).reshape(len(p.centroids), -1) if p.centroids \
+            else np.zeros((0, 0))
         return cls(version_id, p.feature_version, centroids, {m: i for i, m in enumerate(p.models)},
                    np.asarray(p.weights, dtype=np.float64).reshape(len(p.models), len(centroids)),
-                   np.asarray(p.bias, dtype=np.float64))
+                   np.asarray(p.bias, dtype=np.float64), p.nearest_neighbour_residual)
 
     def clusters(self, features: np.ndarray) -> np.ndarray:
         """The nearest centroid of each row's embedding (the leading columns of the router's feature vector); a

@@ -8,7 +8,14 @@ where y_i is the thumbs up/down and q_i what the router predicted then). For a n
 
 So consistent thumbs-down on one model and thumbs-up on another for a kind of query moves the choice for similar
 queries, leaves dissimilar queries alone, and never touches another preference. A new feedback on the same
-session replaces the earlier one.
+session replaces the earlier one. r_i is measured against the router's own prediction (before any correction), the
+quantity the learn-from-traffic flow corrects too.
+
+The memory is fed by every feedback, but the service applies it to a preference only while the flow has promoted it
+(a learned version with `nearest_neighbour_residual`, api/selection/learned.py): the flow evaluates it like any
+challenger, off-policy on the preference's most recent labels (flows/learning/learn.py), because ungated it moved
+routing on every feedback and random labels cost it 0.09-0.13 APGR through the service (docs/benchmarks.md,
+"Issue 23"). Once promoted it is the fast path between retrains: each new feedback moves it at once.
 """
 
 from __future__ import annotations
@@ -55,6 +62,17 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return v / norm if norm > 0 else v
 
 
+def _shift(points: _ModelPoints, unit_rows: np.ndarray, chunk: int = 2_048) -> np.ndarray:
+    """sum(w_i r_i) / (K + sum(w_i)) for each unit row (the formula above), in chunks: a flow evaluates thousands of
+    queries against up to MAX_POINTS points."""
+    matrix, residuals = points.arrays()
+    out = np.zeros(len(unit_rows))
+    for start in range(0, len(unit_rows), chunk):
+        w = np.clip((unit_rows[start:start + chunk] @ matrix.T - S0) / (1.0 - S0), 0.0, None) ** 2
+        out[start:start + chunk] = (w @ residuals) / (K + w.sum(axis=1))
+    return out
+
+
 class FeedbackMemory:
     def __init__(self) -> None:
         self._prefs: dict[str, dict[str, _ModelPoints]] = {}
@@ -80,18 +98,22 @@ class FeedbackMemory:
             models = self._prefs.get(preference_id)
             if not models:
                 return quality
-            e = unit(embedding)
+            e = unit(embedding)[None, :]
             adjusted = np.array(quality, dtype=np.float64)
             for i, key in enumerate(model_keys):
                 points = models.get(key)
-                if points is None or not points.by_session:
-                    continue
-                matrix, residuals = points.arrays()
-                w = np.clip((matrix @ e - S0) / (1.0 - S0), 0.0, None) ** 2
-                total = float(w.sum())
-                if total > 0:
-                    adjusted[i] += float(w @ residuals) / (K + total)
+                if points is not None and points.by_session:
+                    adjusted[i] += float(_shift(points, e)[0])
             return np.clip(adjusted, 0.0, 1.0)
+
+    def shifts(self, preference_id: str, model_key: str, embeddings: np.ndarray) -> np.ndarray:
+        """The shift of `model_key`'s predicted quality for each row of `embeddings` (unit rows), before clipping:
+        the flow's off-policy evaluation of the memory, many queries at once."""
+        with self._lock:
+            points = self._prefs.get(preference_id, {}).get(model_key)
+            if points is None or not points.by_session:
+                return np.zeros(len(embeddings))
+            return _shift(points, np.asarray(embeddings, dtype=np.float32))
 
     def forget(self, preference_id: str) -> None:
         with self._lock:

@@ -237,9 +237,12 @@ class SelectionService:
                                                          scored_text)
         router_quality = quality
         correction = self.learned.get(pref.preference_id if pref else None) if self.learned is not None else None
-        if correction is not None:  # it was fitted on the same feedback the residual memory holds: one or the other
+        if correction is not None:
             quality = correction.apply(features.vector, [c.key for c in plain], quality)
-        personalised = correction is None and pref is not None and self.memory.knows(pref.preference_id)
+        # The feedback memory moves routing only once the flow has promoted it for this preference (gated like any
+        # challenger: api/selection/personalization.py); a preference without a promoted version routes as its router.
+        personalised = (correction is not None and correction.nearest_neighbour_residual
+                        and self.memory.knows(pref.preference_id))  # type: ignore[union-attr]
         if personalised:
             quality = self.memory.adjust(pref.preference_id, self.embedding(features),  # type: ignore[union-attr]
                                          [c.key for c in plain], quality)

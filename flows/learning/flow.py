@@ -4,9 +4,9 @@ beyond the interval. Prefect's scheduler starts it hourly (flows/registry.py, SW
 `switchboard learning run --preference ID` runs it for one preference.
 
 Tasks: find-preferences -> per preference: build-training-table (the analysts' view decision_evidence) ->
-fit-and-evaluate (flows/learning/learn.py) -> record-version (the store keeps every version; promotion moves the
-pointer and the change feed brings it to every API worker) -> publish-artifacts (the learning curve, both
-estimates, the decision).
+fit-and-evaluate (flows/learning/learn.py: the cluster correction and the nearest-neighbour residual, one gate) ->
+record-version (the store keeps every version; promotion moves the pointer and the change feed brings it to every
+API worker) -> publish-artifacts (the learning curve, both estimates, the decision).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def publish_artifacts(preference_id: str, version_id: str, outcome: Outcome) -> 
     create_table_artifact(key=f"{key}-estimates", table=rows,
                           description="Off-policy estimates (95 % interval) of the challenger and the champion")
     create_markdown_artifact(key=f"{key}-decision", markdown=(
-        f"**{e['decision']}** for preference `{preference_id}` (version `{version_id}`): "
+        f"**{e['decision']}** for preference `{preference_id}` (version `{version_id}`, {e['kind']}): "
         f"{e['estimator'].upper()} difference {e['difference']['value']:+.4f} "
         f"[{e['difference']['low']:+.4f}, {e['difference']['high']:+.4f}] on {e['held_out']} held-out decisions; "
         f"fitted on {e['trained_on']}; the challenger changes {100 * e['changed_decisions']:.1f} % of decisions."))

@@ -2,9 +2,13 @@
 benchmark calls it in process): split the labelled decisions by time, fit a challenger on the older part, evaluate
 it against the champion on the most recent part, decide.
 
-The challenger is promoted only when the doubly robust and the inverse-propensity estimates of its advantage over the
-champion are both positive beyond their 95 % intervals (flows/learning/off_policy.py). The learning curve refits on
-growing prefixes of the older part and scores each on the same held-out slice.
+Two challengers are scored on the same held-out slice: the cluster correction fitted on the older part
+(flows/learning/fit.py) and the nearest-neighbour residual fed the older part (flows/learning/residual.py; promoted,
+the service applies the live feedback memory, which then moves with every new feedback until the next run). A
+challenger is promoted only when the doubly robust and the inverse-propensity estimates of its advantage over the
+champion are both positive beyond their 95 % intervals (flows/learning/off_policy.py); if both are, the one with the
+larger doubly robust advantage. The learning curve refits the cluster correction on growing prefixes of the older
+part and scores each on the same held-out slice.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
-from api.selection.learned import Correction, CorrectionParameters
+from api.selection.learned import FORMAT, Correction, CorrectionParameters
 from flows.learning.fit import fit_correction
-from flows.learning.off_policy import compare
+from flows.learning.off_policy import compare_quality, corrected_quality
+from flows.learning.residual import residual_quality
 from flows.learning.table import Evidence
 
 HOLDOUT_SHARE = 0.2
@@ -58,19 +63,36 @@ def fit(evidence: Evidence, feature_version: str) -> tuple[CorrectionParameters,
                           feature_version, evidence.features.shape[1])
 
 
+def passes(result: dict, held_out: int) -> bool:
+    # Both must say better beyond their interval: DR leans on the challenger's own predictions where the log could
+    # not have taken its action, IPS does not (DR alone promoted a correction that lost 0.13 APGR on GSM8K in
+    # benchmarks/learning_from_traffic.py).
+    return bool(held_out >= MIN_HELD_OUT and result[ESTIMATOR]["difference"]["low"] > 0
+                and result["ips"]["difference"]["low"] > 0)
+
+
+def residual_parameters(feature_version: str) -> CorrectionParameters:
+    """A version that serves the preference's feedback memory (api/selection/learned.py)."""
+    return CorrectionParameters(format=FORMAT, feature_version=feature_version, centroids=[], models=[], weights=[],
+                                bias=[], nearest_neighbour_residual=True)
+
+
 def learn(evidence: Evidence, champion: Correction | None, feature_version: str,
           holdout_share: float = HOLDOUT_SHARE, curve: bool = True) -> Outcome:
     older, recent = split(len(evidence), holdout_share)
     train, held_out = evidence.rows(older), evidence.rows(recent)
     params, per_model = fit(train, feature_version)
-    challenger = Correction.of("challenger", params)
-    result = compare(held_out, challenger, champion)
-    diff = result[ESTIMATOR]["difference"]
-    # Both must say better beyond their interval: DR leans on the challenger's own predictions where the log could
-    # not have taken its action, IPS does not (DR alone promoted a correction that lost 0.13 APGR on GSM8K in
-    # benchmarks/learning_from_traffic.py).
-    promote = bool(params.models and len(held_out) >= MIN_HELD_OUT and diff["low"] > 0
-                   and result["ips"]["difference"]["low"] > 0)
+    nn_quality = residual_quality(train, held_out)
+    champion_quality = nn_quality if champion is not None and champion.nearest_neighbour_residual \
+        else corrected_quality(held_out, champion)
+    result = compare_quality(held_out, corrected_quality(held_out, Correction.of("challenger", params)),
+                             champion_quality)
+    nn_result = compare_quality(held_out, nn_quality, champion_quality)
+    clusters_pass = bool(params.models) and passes(result, len(held_out))
+    nn_pass = len(train) > 0 and passes(nn_result, len(held_out))
+    residual_wins = nn_pass and (not clusters_pass or nn_result[ESTIMATOR]["difference"]["value"]
+                                 > result[ESTIMATOR]["difference"]["value"])
+    promote = bool(clusters_pass or nn_pass)
     points = []
     if curve:
         for share in CURVE_SHARES:
@@ -78,15 +100,22 @@ def learn(evidence: Evidence, champion: Correction | None, feature_version: str,
             if share == 1.0:
                 scored = result  # the challenger itself
             else:
-                scored = compare(held_out, Correction.of("curve", fit(part, feature_version)[0]), champion)
+                scored = compare_quality(held_out, corrected_quality(
+                    held_out, Correction.of("curve", fit(part, feature_version)[0])), champion_quality)
             points.append({"labels": len(part), "challenger": scored[ESTIMATOR]["challenger"]["value"],
                            "champion": scored[ESTIMATOR]["champion"]["value"]})
+    kept = nn_result if residual_wins else result
     evaluation = {
         "estimator": ESTIMATOR, "trained_on": len(train), "held_out": len(held_out),
         "champion_version": champion.version_id if champion is not None else None,
-        "challenger": result[ESTIMATOR]["challenger"], "champion": result[ESTIMATOR]["champion"],
-        "difference": diff, "ips": result["ips"], "dr": result["dr"], "logged_value": result["logged_value"],
-        "changed_decisions": result["changed_decisions"], "per_model": per_model, "learning_curve": points,
+        "kind": "nearest-neighbour residual" if residual_wins else "cluster correction",
+        "challenger": kept[ESTIMATOR]["challenger"], "champion": kept[ESTIMATOR]["champion"],
+        "difference": kept[ESTIMATOR]["difference"], "ips": kept["ips"], "dr": kept["dr"],
+        "logged_value": kept["logged_value"], "changed_decisions": kept["changed_decisions"],
+        "per_model": per_model, "learning_curve": points,
+        "challengers": {"cluster correction": {e: result[e]["difference"] for e in ("dr", "ips")},
+                        "nearest-neighbour residual": {e: nn_result[e]["difference"] for e in ("dr", "ips")}},
         "decision": "promoted" if promote else "kept the champion",
     }
-    return Outcome(params, evaluation, promote, len(evidence))
+    return Outcome(residual_parameters(feature_version) if residual_wins else params, evaluation, promote,
+                   len(evidence))

@@ -77,9 +77,14 @@ def per_row_values(evidence: Evidence, chosen: np.ndarray, reward: np.ndarray) -
 
 def compare(evidence: Evidence, challenger: Correction, champion: Correction | None) -> dict:
     """Challenger vs champion on `evidence` (held out from the challenger's fit): both estimators, paired."""
-    reward = corrected_quality(evidence, challenger)
+    return compare_quality(evidence, corrected_quality(evidence, challenger), corrected_quality(evidence, champion))
+
+
+def compare_quality(evidence: Evidence, reward: np.ndarray, champion_quality: np.ndarray) -> dict:
+    """compare() for policies given by their predicted quality of every logged candidate: the challenger's
+    (`reward`, also DR's reward model) and the champion's."""
     a_chal = actions(evidence, reward)
-    a_champ = actions(evidence, corrected_quality(evidence, champion))
+    a_champ = actions(evidence, champion_quality)
     ips_chal, dr_chal = per_row_values(evidence, a_chal, reward)
     ips_champ, dr_champ = per_row_values(evidence, a_champ, reward)
     return {

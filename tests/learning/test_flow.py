@@ -58,11 +58,13 @@ def test_feedback_becomes_a_promoted_correction_that_every_worker_serves(data_di
         # The dial calibrates on a background thread, whose timing would make the traffic (and so the labels)
         # differ from run to run: the router's stored schedule makes the run repeatable.
         selection.dial = None
-        for i in range(400):  # the cheap model fails poems (the router rates it near the strong one there)
+        # The strong model fails poems, which the router sends it at cost_quality_tradeoff 0; the cheap one, rated
+        # near it there, is explored one time in ten and passes them. Maths: both pass.
+        for i in range(800):
             prompt = maths(i) if i % 2 else poem(i)
-            body = route(client, h, prompt, pid, 1 + i % 4)
+            body = route(client, h, prompt, pid, 0)
             pick = body["providers"][0]
-            label = 1 if pick["model"] == STRONG["model"] or i % 2 == 1 else 0
+            label = 1 if pick["model"] == CHEAP["model"] or i % 2 == 1 else 0
             assert client.post(FEEDBACK, headers=h, json={"session_id": body["session_id"], "provider": pick,
                                                           "feedback": {"accuracy": label}}).status_code == 200
         hashed = [route(client, h, f"{maths(i)} My key is {SECRET}.", pid, 5, hash_content=True)["session_id"]
@@ -76,14 +78,14 @@ def test_feedback_becomes_a_promoted_correction_that_every_worker_serves(data_di
     try:
         [version] = store.learning.versions(pid)
         evaluation = msgspec.json.decode(version.evaluation)
-        assert version.is_live and version.labels == 400 and evaluation["decision"] == "promoted"
+        assert version.is_live and version.labels == 800 and evaluation["decision"] == "promoted"
         assert evaluation["dr"]["difference"]["low"] > 0 and evaluation["learning_curve"]
         assert SECRET not in version.parameters and SECRET not in version.evaluation
     finally:
         store.close()
     with analytics.connect(get_settings().data_dir) as conn:
         evidence = load_evidence(conn, pid)
-        assert len(evidence) == 400 and not set(hashed) & set(evidence.session_ids)
+        assert len(evidence) == 800 and not set(hashed) & set(evidence.session_ids)
         # the view gives hashed sessions no features, and nothing of theirs carries the text
         assert conn.execute("SELECT count(*) FROM decision_evidence WHERE hashed AND features IS NOT NULL"
                             ).fetchone()[0] == 0
@@ -92,7 +94,7 @@ def test_feedback_becomes_a_promoted_correction_that_every_worker_serves(data_di
         h = {"Authorization": f"Bearer {client.app.state.services.store.accounts.issue_key('alice').key}"}
         client.app.state.services.selection.dial = None
         after = [route(client, h, poem(i), pid, t) for i in range(1000, 1010) for t in range(11)]
-        assert sum(b["providers"][0]["model"] == STRONG["model"] for b in after) > \
+        assert sum(b["providers"][0]["model"] == STRONG["model"] for b in after) < \
             sum(m == STRONG["model"] for m in before)
         sessions = client.app.state.services.sessions
         sessions.sessions.flush()

@@ -6,7 +6,9 @@ import numpy as np
 
 from api.selection.learned import Correction
 from flows.learning.fit import fit_correction
+from flows.learning.learn import learn
 from flows.learning.off_policy import actions, compare, corrected_quality, interval, per_row_values
+from flows.learning.residual import residual_quality
 from flows.learning.table import Evidence
 
 KEYS = ["acme/strong", "acme/cheap"]
@@ -66,3 +68,27 @@ def test_random_labels_leave_the_per_cluster_deviations_near_zero():
     params, per_model = fit_correction(ev.features, ev.chosen_models(), ev.chosen_quality(), noise, "v", DIM)
     assert all(abs(w) < 0.03 for row in params.weights for w in row)
     assert all(s["pseudo_count"] >= 100 for s in per_model.values())
+
+
+def test_the_flow_scores_the_residual_as_a_challenger_and_keeps_noise_out():
+    """The nearest-neighbour residual is promoted only through the same gate as the cluster correction: where the
+    labels say the cheap model is far better on kind A (0.95 against 0.5) it is better on held-out rows; on a fair
+    coin neither challenger is promoted."""
+    ev, _, kind_a = logged(3_000, seed=5)
+    truth = np.stack([np.full(len(ev), 0.5), np.where(kind_a, 0.95, 0.05)], axis=1)
+    rng = np.random.default_rng(6)
+
+    def relabelled(label: np.ndarray) -> Evidence:
+        return Evidence(ev.session_ids, ev.models, ev.model, ev.valid, ev.router_quality, ev.position, ev.lam,
+                        ev.chosen, ev.propensity, label, ev.features)
+
+    real = relabelled((rng.random(len(ev)) < truth[np.arange(len(ev)), ev.chosen]).astype(float))
+    older, recent = real.rows(np.arange(2_400)), real.rows(np.arange(2_400, 3_000))
+    picks = actions(recent, residual_quality(older, recent))
+    assert (picks[kind_a[2_400:]] == 1).mean() > 0.9 and (picks[~kind_a[2_400:]] == 0).mean() > 0.9
+    outcome = learn(real, None, "v", curve=False)
+    assert outcome.promote
+    for challenger in outcome.evaluation["challengers"].values():
+        assert challenger["dr"]["low"] > 0 and challenger["ips"]["low"] > 0
+    kept = learn(relabelled((rng.random(len(ev)) < 0.5).astype(float)), None, "v", curve=False)
+    assert not kept.promote and kept.evaluation["decision"] == "kept the champion"

@@ -167,7 +167,15 @@ def test_feedback_rules(client, auth):
     assert bad.status_code == 422
 
 
-def test_feedback_personalises_one_preference_for_similar_queries(client, auth):
+def test_feedback_moves_routing_only_once_the_flow_promotes_the_residual(client, auth):
+    """Feedback alone never moves routing (docs/routing.md, "Feedback and personalisation"); once the
+    learn-from-traffic flow has promoted the nearest-neighbour residual for a preference, that preference's feedback
+    moves similar queries at once and nothing else; rolled back, the router serves alone again."""
+    import msgspec
+
+    from api.routing.features import FEATURE_VERSION
+    from flows.learning.learn import residual_parameters
+
     h = auth()
     pref_a = client.post("/v2/preferences/userPreferenceCreate", json={}, headers=h).json()["preference_id"]
     pref_b = client.post("/v2/preferences/userPreferenceCreate", json={}, headers=h).json()["preference_id"]
@@ -182,10 +190,16 @@ def test_feedback_personalises_one_preference_for_similar_queries(client, auth):
             r = client.post(FEEDBACK, headers=h, json={"session_id": sid["session_id"], "provider": provider,
                                                        "feedback": {"accuracy": label}})
             assert r.status_code == 200
+    assert chosen(select(client, h, preference_id=pref_a, messages=poem(99))) == STRONG  # not promoted: unmoved
+    learning = client.app.state.services.store.learning
+    learning.record_version(pref_a, 16, msgspec.json.encode(residual_parameters(FEATURE_VERSION)).decode(), "{}",
+                            promote=True)
     assert chosen(select(client, h, preference_id=pref_a, messages=poem(99))) == CHEAP   # shifted
     assert chosen(select(client, h, preference_id=pref_b, messages=poem(99))) == STRONG  # other preference
     maths = "Compute the eigenvalues of the matrix [[2, 1], [1, 3]] and show every step."
     assert chosen(select(client, h, preference_id=pref_a, messages=maths)) == STRONG     # dissimilar query
+    assert learning.rollback(pref_a) is None
+    assert chosen(select(client, h, preference_id=pref_a, messages=poem(99))) == STRONG  # the router alone again
 
 
 def test_acknowledged_sessions_survive_a_clean_restart(data_dir, auth, client):

@@ -31,3 +31,18 @@ def test_new_feedback_on_a_session_replaces_the_old():
     memory.add("p", "s1", "m/a", e, label=1, predicted=0.9)
     adjusted = memory.adjust("p", e, ["m/a"], np.array([0.9]))
     assert adjusted[0] > 0.9  # only the thumbs-up counts now
+
+
+def test_the_flows_batched_shifts_are_what_serving_adds():
+    """flows/learning/residual.py scores the memory with shifts(); the service serves adjust(): one formula."""
+    rng = np.random.default_rng(1)
+    memory = FeedbackMemory()
+    topic = rng.normal(size=16)
+    for i in range(30):
+        memory.add("p", f"s{i}", "m/a", topic + 0.3 * rng.normal(size=16), label=i % 3 == 0, predicted=0.6)
+    queries = np.stack([topic + 0.3 * rng.normal(size=16) for _ in range(5)] + [rng.normal(size=16)])
+    unit_rows = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    base = np.array([0.5])
+    served = [memory.adjust("p", q, ["m/a"], base)[0] - base[0] for q in queries]
+    np.testing.assert_allclose(memory.shifts("p", "m/a", unit_rows), served, atol=1e-6)
+    assert np.abs(served[:5]).max() > 0.01 and np.all(memory.shifts("p", "m/b", unit_rows) == 0)
