@@ -16,6 +16,9 @@ _PREFERENCE = "challenger"  # the memory holds this one preference's feedback on
 
 def residual_quality(train: Evidence, held_out: Evidence) -> np.ndarray:
     """(n held out, k) the router's predicted quality plus the memory's shift, clipped to 0..1 as served."""
+    if train.caller_feedback is not None:
+        # the service's memory holds caller feedback only (api/selection/feedback.py), never a judge's verdict
+        train = train.rows(np.flatnonzero(train.caller_feedback))
     memory = FeedbackMemory()
     models, base = train.chosen_models(), train.chosen_quality()
     for i in range(len(train)):

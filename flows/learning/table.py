@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 EVIDENCE_SQL = """
 SELECT session_id, created_at, eligible, router_quality, penalty_position, policy_lambda, chosen_index, propensity,
-       label, features
+       label, label_source, features
 FROM decision_evidence
 WHERE preference_id = ? AND label IS NOT NULL AND NOT hashed AND features IS NOT NULL AND router_quality IS NOT NULL
   AND propensity IS NOT NULL
@@ -46,6 +46,8 @@ class Evidence:
     propensity: np.ndarray       # (n,)
     label: np.ndarray            # (n,) 0/1
     features: np.ndarray         # (n, d) the router's embedding of each query
+    # (n,) bool: the label is the caller's feedback, not a judge's verdict (None: every label is)
+    caller_feedback: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.session_ids)
@@ -53,7 +55,8 @@ class Evidence:
     def rows(self, index: np.ndarray) -> "Evidence":
         return Evidence([self.session_ids[i] for i in index], self.models, self.model[index], self.valid[index],
                         self.router_quality[index], self.position[index], self.lam[index], self.chosen[index],
-                        self.propensity[index], self.label[index], self.features[index])
+                        self.propensity[index], self.label[index], self.features[index],
+                        None if self.caller_feedback is None else self.caller_feedback[index])
 
     def chosen_models(self) -> list[str]:
         return [self.models[m] for m in self.model[np.arange(len(self)), self.chosen]]
@@ -100,7 +103,8 @@ def from_arrow(table: "pa.Table") -> Evidence:
         chosen=table.column("chosen_index").to_numpy(zero_copy_only=False).astype(np.int64) - 1,  # SQL is 1-based
         propensity=table.column("propensity").to_numpy(zero_copy_only=False).astype(np.float64),
         label=table.column("label").to_numpy(zero_copy_only=False).astype(np.float64),
-        features=feats)
+        features=feats,
+        caller_feedback=np.array([s == "feedback" for s in table.column("label_source").to_pylist()], dtype=bool))
 
 
 def load_evidence(conn, preference_id: str) -> Evidence:

@@ -92,3 +92,18 @@ def test_the_flow_scores_the_residual_as_a_challenger_and_keeps_noise_out():
         assert challenger["dr"]["low"] > 0 and challenger["ips"]["low"] > 0
     kept = learn(relabelled((rng.random(len(ev)) < 0.5).astype(float)), None, "v", curve=False)
     assert not kept.promote and kept.evaluation["decision"] == "kept the champion"
+
+
+def test_the_residual_challenger_learns_from_caller_feedback_only():
+    """The memory the service applies holds caller feedback (api/selection/feedback.py), so the challenger the flow
+    scores for it must too: a judge's verdicts (label_source 'judge') do not move it."""
+    ev, _, _ = logged(2_000, seed=7)
+    older, recent = ev.rows(np.arange(1_600)), ev.rows(np.arange(1_600, 2_000))
+    judged = Evidence(older.session_ids, older.models, older.model, older.valid, older.router_quality,
+                      older.position, older.lam, older.chosen, older.propensity, np.zeros(len(older)),
+                      older.features, caller_feedback=np.zeros(len(older), bool))
+    assert np.array_equal(residual_quality(judged, recent), recent.router_quality)
+    as_feedback = Evidence(*[getattr(judged, f) for f in ("session_ids", "models", "model", "valid",
+                                                          "router_quality", "position", "lam", "chosen",
+                                                          "propensity", "label", "features")])
+    assert not np.array_equal(residual_quality(as_feedback, recent), recent.router_quality)
