@@ -109,6 +109,10 @@ class Settings:
     # How often Prefect's scheduler starts the housekeeping deployment (flows/housekeeping.py); tests shorten it to
     # prove that scheduled runs really happen.
     housekeeping_interval_s: int = 600
+    # How long a flow run may stay Pending (handed to a worker, not yet started) before housekeeping takes its
+    # worker for dead with it and crashes the run (flows/housekeeping.py); raise it where starting a run's
+    # infrastructure can take longer (container pools pulling large images).
+    pending_run_timeout_s: float = 900.0
     # How often the learn-from-traffic deployment runs (flows/learning/flow.py), and how many new labels a preference
     # needs since its last fitted version before the flow fits another.
     learning_interval_s: int = 3600
@@ -307,6 +311,7 @@ def get_settings() -> Settings:
         http_body_timeout_s=max(0.001, _float("SWITCHBOARD_HTTP_BODY_TIMEOUT_S", 60.0)),
         http_max_connections=max(0, _int("SWITCHBOARD_HTTP_MAX_CONNECTIONS", 0)),
         housekeeping_interval_s=max(1, _int("SWITCHBOARD_HOUSEKEEPING_INTERVAL_S", 600)),
+        pending_run_timeout_s=max(0.0, _float("SWITCHBOARD_PENDING_RUN_TIMEOUT_S", 900.0)),
         learning_interval_s=max(1, _int("SWITCHBOARD_LEARNING_INTERVAL_S", 3600)),
         learning_min_new_labels=max(1, _int("SWITCHBOARD_LEARNING_MIN_NEW_LABELS", 200)),
         judge_interval_s=max(1, _int("SWITCHBOARD_JUDGE_INTERVAL_S", 3600)),

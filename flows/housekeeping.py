@@ -1,7 +1,8 @@
 """`housekeeping`: keeps the service's state honest. Prefect's scheduler starts it (interval: api/settings.py).
 
 - reconcile-jobs: a job whose flow run ended (or vanished) without recording it is moved to the matching
-  final JobStatus with a reason, so nothing stays `processing` after a crash or restart;
+  final JobStatus with a reason, so nothing stays `processing` after a crash or restart; a run left Pending longer
+  than `pending_run_timeout_s` (its worker died with it, e.g. with its host) is first crashed in Prefect;
 - compact-event-logs: merges finished days of Parquet event parts into one file per day;
 - prune-stored-files: keeps the newest router versions of each preference (the live one always) and removes the
   rest with their artefact folders, and removes uploaded datasets no kept router needs once a grace period has
@@ -30,6 +31,7 @@ NEVER_STARTED_AFTER = timedelta(minutes=15)
 async def reconcile_jobs() -> int:
     logger = get_run_logger()
     store = connect()
+    pending_timeout_s = get_settings().pending_run_timeout_s
     fixed = 0
     for job in store.jobs.list_open():
         if job.flow_run_id is None:
@@ -39,6 +41,11 @@ async def reconcile_jobs() -> int:
                 fixed += 1
             continue
         status, message = await prefect_api.flow_run_status(job.flow_run_id)
+        if status == "queued" and await prefect_api.crash_if_stuck_pending(
+                job.flow_run_id, pending_timeout_s, prefect_api.STUCK_PENDING_REASON):
+            logger.warning("flow run %s of job %s stayed Pending over %.0f s: crashed", job.flow_run_id,
+                           job.job_id, pending_timeout_s)
+            status, message = "failed", prefect_api.STUCK_PENDING_REASON
         if status in prefect_api.FINAL_JOB_STATUSES:
             store.jobs.update(job.job_id, status=status, only_if_open=True,
                              error=None if status == "completed" else public_state_message(message, status))

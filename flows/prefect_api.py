@@ -24,6 +24,9 @@ JUDGE_TRAFFIC = "judge-traffic/judge-traffic"
 SETTLE_ORPHANS_ENV = "SWITCHBOARD_RUNNER_SETTLES_ORPHANS"
 ORPHAN_REASON = ("the flow runner stopped while this run was executing (it crashed or was killed); "
                  "start the job again")
+# Housekeeping's words for a run left Pending past SWITCHBOARD_PENDING_RUN_TIMEOUT_S (crash_if_stuck_pending).
+STUCK_PENDING_REASON = ("the flow run was handed to a worker but never started (the worker or its host stopped "
+                        "with it); start the job again")
 
 # Prefect state types -> the Not Diamond JobStatus (docs/architecture.md, "Jobs").
 STATE_TO_JOB_STATUS = {
@@ -103,6 +106,35 @@ async def flow_run_status(flow_run_id: str) -> tuple[str, str | None]:
     if run.state is None:
         return "queued", None
     return job_status_for(run.state.type.value), run.state.message
+
+
+async def crash_if_stuck_pending(flow_run_id: str, older_than_s: float, message: str) -> bool:
+    """Crash a flow run that has been Pending for more than `older_than_s` seconds; True if it was crashed.
+
+    Pending means a worker took the run but the run's own process never reported Running: a worker killed with
+    its run (a host dying) leaves it so for ever, since only the run's process or its worker moves it on. A run
+    that is Scheduled (no worker took it yet), Running or final is never touched. Not forced: Prefect's
+    orchestration still refuses the transition if the run reached a final state in between."""
+    # lazy: Prefect takes ~1.5 s to import, and the API and the CLI import this module
+    from datetime import datetime, timezone
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.responses import SetStateStatus
+    from prefect.exceptions import ObjectNotFound
+    from prefect.states import Crashed
+
+    async with get_client() as client:
+        try:
+            run = await client.read_flow_run(UUID(flow_run_id))
+        except ObjectNotFound:
+            return False
+        state = run.state
+        if state is None or state.type.value != "PENDING":
+            return False
+        if (datetime.now(timezone.utc) - state.timestamp).total_seconds() <= older_than_s:
+            return False
+        result = await client.set_flow_run_state(run.id, Crashed(message=message))
+    return result.status == SetStateStatus.ACCEPT
 
 
 async def cancel(flow_run_id: str) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from api.settings import get_settings
+from api.settings import get_settings, reset_settings
 from storage import events
 from storage.store import LocalStore
 
@@ -38,13 +38,20 @@ def flow_run_id_of(state) -> str:
     return str(state.state_details.flow_run_id)
 
 
-async def scheduled_flow_run_id(some_flow) -> str:
-    """A flow run that exists on the server but never ran (Scheduled): its job must stay open."""
+async def flow_run_id_in(some_flow, state) -> str:
+    """A flow run that exists on the server in `state` and never ran."""
     from prefect.client.orchestration import get_client
 
     async with get_client() as client:
-        run = await client.create_flow_run(some_flow)
+        run = await client.create_flow_run(some_flow, state=state)  # Pending if `state` is None
     return str(run.id)
+
+
+async def prefect_state_of(flow_run_id: str):
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        return (await client.read_flow_run(uuid.UUID(flow_run_id))).state
 
 
 def backdate(store: LocalStore, job_id: str, minutes: float) -> None:
@@ -52,7 +59,9 @@ def backdate(store: LocalStore, job_id: str, minutes: float) -> None:
                [datetime.now(timezone.utc) - timedelta(minutes=minutes), job_id])
 
 
-def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample_flows):
+def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample_flows, monkeypatch):
+    from prefect.states import Pending, Running, Scheduled
+
     from flows.housekeeping import housekeeping
 
     finishes, breaks = sample_flows
@@ -63,7 +72,10 @@ def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample
     assert completed_run.is_completed()
     failed_run = breaks(return_state=True)
     assert failed_run.is_failed()
-    scheduled_run = asyncio.run(scheduled_flow_run_id(finishes))
+    scheduled_run = asyncio.run(flow_run_id_in(finishes, Scheduled()))  # no worker took it yet
+    # Pending: a worker took it and, like a worker killed with its run, never moved it on. Running: progressing.
+    pending_run = asyncio.run(flow_run_id_in(finishes, Pending()))
+    running_run = asyncio.run(flow_run_id_in(finishes, Running()))
 
     store = LocalStore(settings.db_path)
     never_started = store.jobs.create("train-custom-router", "alice", "p1")
@@ -79,6 +91,10 @@ def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample
     store.jobs.update(vanished.job_id, flow_run_id=unknown_run)
     waiting = store.jobs.create("optimize-prompt", "alice", "r4", status="queued")
     store.jobs.update(waiting.job_id, flow_run_id=scheduled_run)
+    taken = store.jobs.create("train-custom-router", "alice", "p3", status="queued")
+    store.jobs.update(taken.job_id, flow_run_id=pending_run)
+    progressing = store.jobs.create("optimize-prompt", "alice", "r6", status="processing")
+    store.jobs.update(progressing.job_id, flow_run_id=running_run)
     already_failed = store.jobs.create("optimize-prompt", "alice", "r5")
     store.jobs.update(already_failed.job_id, status="failed", error="the original reason",
                      flow_run_id=str(uuid.uuid4()))
@@ -113,7 +129,10 @@ def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample
         assert (job.status, job.error) == ("queued", None)
         job = store.jobs.get(already_failed.job_id)
         assert (job.status, job.error) == ("failed", "the original reason")
-        assert {j.job_id for j in store.jobs.list_open()} == {just_created.job_id, waiting.job_id}
+        job = store.jobs.get(taken.job_id)  # Pending for less than SWITCHBOARD_PENDING_RUN_TIMEOUT_S
+        assert (job.status, job.error) == ("queued", None)
+        assert {j.job_id for j in store.jobs.list_open()} == {just_created.job_id, waiting.job_id, taken.job_id,
+                                                              progressing.job_id}
     finally:
         store.close()
 
@@ -128,6 +147,21 @@ def test_housekeeping_reconciles_jobs_and_compacts_events(data_dir: Path, sample
                        " hive_partitioning = true)").fetchall()[0]
     assert total == (12, 2 * 3 * (0 + 10) + 2 * 2 * (1 + 2))
 
-    # A second pass has nothing left to do.
-    assert asyncio.run(housekeeping()) == {"jobs_reconciled": 0, "event_files_compacted": 0,
+    # A second pass has nothing left to do but the run that has now stayed Pending past the bound (0 here): it is
+    # crashed in Prefect and its job failed; the Scheduled and the Running runs are left as they are.
+    monkeypatch.setenv("SWITCHBOARD_PENDING_RUN_TIMEOUT_S", "0")
+    reset_settings()  # data_dir resets them again after the test
+    assert asyncio.run(housekeeping()) == {"jobs_reconciled": 1, "event_files_compacted": 0,
                                            "router_versions_removed": 0, "datasets_removed": 0}
+    state = asyncio.run(prefect_state_of(pending_run))
+    assert state.type.value == "CRASHED" and "never started" in state.message
+    assert [asyncio.run(prefect_state_of(r)).type.value for r in (scheduled_run, running_run)] == ["SCHEDULED",
+                                                                                                 "RUNNING"]
+    store = LocalStore(settings.db_path)
+    try:
+        job = store.jobs.get(taken.job_id)
+        assert job.status == "failed" and "never started" in job.error and "start the job again" in job.error
+        assert {j.job_id for j in store.jobs.list_open()} == {just_created.job_id, waiting.job_id,
+                                                              progressing.job_id}
+    finally:
+        store.close()
