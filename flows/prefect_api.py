@@ -6,6 +6,7 @@ the project, and Prefect only inside the calls, so importing it costs nothing on
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
@@ -116,8 +117,6 @@ async def crash_if_stuck_pending(flow_run_id: str, older_than_s: float, message:
     that is Scheduled (no worker took it yet), Running or final is never touched. Not forced: Prefect's
     orchestration still refuses the transition if the run reached a final state in between."""
     # lazy: Prefect takes ~1.5 s to import, and the API and the CLI import this module
-    from datetime import datetime, timezone
-
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.responses import SetStateStatus
     from prefect.exceptions import ObjectNotFound
