@@ -43,7 +43,7 @@ async def flow_run_id_in(some_flow, state) -> str:
     from prefect.client.orchestration import get_client
 
     async with get_client() as client:
-        run = await client.create_flow_run(some_flow, state=state)  # Pending if `state` is None
+        run = await client.create_flow_run(some_flow, state=state)
     return str(run.id)
 
 
