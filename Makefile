@@ -7,8 +7,11 @@ BIN    := $(VENV)/bin
 SERVE_LOCK := requirements-serve.lock
 TEST_LOCK  := requirements.lock
 # One stamp per installed set, named by the hash of what it was installed from; the test set includes the serve set.
-STAMP_SERVE := $(VENV)/.installed-serve-$(shell cat $(SERVE_LOCK) pyproject.toml setup.py | sha1sum | cut -c1-12)
-STAMP_TEST  := $(VENV)/.installed-test-$(shell cat $(TEST_LOCK) pyproject.toml setup.py | sha1sum | cut -c1-12)
+# Syncs compile every package's bytecode (pip's default; uv's is not to): where PYTHONDONTWRITEBYTECODE is set, every
+# process would otherwise compile all it imports again (Prefect's server: about 7 s of CPU instead of 4), and the
+# suite starts hundreds of processes. `-pyc` names stamps of such installs, so an older venv is synced once more.
+STAMP_SERVE := $(VENV)/.installed-serve-$(shell cat $(SERVE_LOCK) pyproject.toml setup.py | sha1sum | cut -c1-12)-pyc
+STAMP_TEST  := $(VENV)/.installed-test-$(shell cat $(TEST_LOCK) pyproject.toml setup.py | sha1sum | cut -c1-12)-pyc
 UV     := $(BIN)/uv
 UV_VERSION := 0.13.8
 UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
@@ -31,12 +34,12 @@ $(UV_STAMP):
 # The serve set; nothing to do when the test set of the same pins is installed (it includes it).
 $(STAMP_SERVE): $(SERVE_LOCK) pyproject.toml setup.py | $(UV_STAMP)
 	@if [ -e $(STAMP_TEST) ]; then touch $@; else \
-	  $(UV) pip sync --python $(BIN)/python $(SERVE_LOCK) && \
+	  $(UV) pip sync --compile-bytecode --python $(BIN)/python $(SERVE_LOCK) && \
 	  $(UV) pip install --python $(BIN)/python --no-deps -e . && \
 	  rm -f $(VENV)/.installed-* && touch $@; fi
 
 $(STAMP_TEST): $(TEST_LOCK) pyproject.toml setup.py | $(UV_STAMP)
-	$(UV) pip sync --python $(BIN)/python $(TEST_LOCK)
+	$(UV) pip sync --compile-bytecode --python $(BIN)/python $(TEST_LOCK)
 	$(UV) pip install --python $(BIN)/python --no-deps -e .
 	@rm -f $(VENV)/.installed-* && touch $@ $(STAMP_SERVE)
 

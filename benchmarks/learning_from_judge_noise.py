@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.learning_from_traffic import N_FEEDBACK, apgr_of, evidence_of, pair_candidates, simulate
+from benchmarks.learning_from_traffic import (N_FEEDBACK, apgr_of, evidence_of, left_out_routers, pair_candidates,
+                                             simulate)
 
 
 def curve(name: str, items, router, seeds: int, judged_n: int, errors: list[float]) -> None:
@@ -78,26 +76,13 @@ def main() -> int:
     args = parser.parse_args()
 
     from api.routing.default_router import load_default_router
-    from benchmarks.default_router_unseen import SHARED, train_without
-    from flows.default_router.data import load_all
 
-    pairs = load_all(SHARED / "routellm")
-    work = Path(args.router_cache) if args.router_cache else Path(tempfile.mkdtemp(prefix="switchboard-lobo-"))
     errors = [float(e) for e in args.errors.split(",") if e]
     print(f"load average {os.getloadavg()[0]:.1f}; exploration_rate 0.1; cost_quality_tradeoff 5; "
           f"{args.seeds} seeds", flush=True)
-    try:
-        for benchmark in [b for b in args.only.split(",") if b]:
-            folder = work / benchmark
-            if not (folder / "router.json").exists():
-                shutil.rmtree(folder, ignore_errors=True)
-                train_without(benchmark, folder, keep_figures=False)
-            items = pairs[benchmark]
-            router = load_default_router(folder, folder / "model_benchmarks.csv")
-            curve(benchmark, items, router, args.seeds, min(args.judged, len(items.prompts) // 4), errors)
-    finally:
-        if not args.router_cache:
-            shutil.rmtree(work, ignore_errors=True)
+    for benchmark, items, folder in left_out_routers([b for b in args.only.split(",") if b], args.router_cache):
+        router = load_default_router(folder, folder / "model_benchmarks.csv")
+        curve(benchmark, items, router, args.seeds, min(args.judged, len(items.prompts) // 4), errors)
     return 0
 
 

@@ -247,6 +247,27 @@ def speed(rows: int, router, items) -> None:
         shutil.rmtree(data, ignore_errors=True)
 
 
+def left_out_routers(benchmarks: list[str], router_cache: str | None):
+    """(benchmark, its GPT-4 vs Mixtral items, the folder of a default router trained without it) for each, training
+    the routers `router_cache` does not hold yet (as benchmarks/default_router_unseen.py does); a temporary folder
+    is removed once the caller has gone through them all."""
+    from benchmarks.default_router_unseen import SHARED, train_without
+    from flows.default_router.data import load_all
+
+    pairs = load_all(SHARED / "routellm")
+    work = Path(router_cache) if router_cache else Path(tempfile.mkdtemp(prefix="switchboard-lobo-"))
+    try:
+        for benchmark in benchmarks:
+            folder = work / benchmark
+            if not (folder / "router.json").exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                train_without(benchmark, folder, keep_figures=False)
+            yield benchmark, pairs[benchmark], folder
+    finally:
+        if not router_cache:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="benchmarks to leave out, comma-separated (default: mmlu,gsm8k in process, "
@@ -269,35 +290,22 @@ def main() -> int:
     seeds = args.seeds or (1 if args.through_api else 3)
 
     from api.routing.default_router import load_default_router
-    from benchmarks.default_router_unseen import SHARED, train_without
-    from flows.default_router.data import load_all
 
-    pairs = load_all(SHARED / "routellm")
-    work = Path(args.router_cache) if args.router_cache else Path(tempfile.mkdtemp(prefix="switchboard-lobo-"))
     print(f"load average {os.getloadavg()[0]:.1f}; exploration_rate {RATE}; cost_quality_tradeoff 5", flush=True)
     router = None
-    try:
-        for benchmark in [b for b in only.split(",") if b]:
-            folder = work / benchmark
-            if not (folder / "router.json").exists():
-                shutil.rmtree(folder, ignore_errors=True)
-                train_without(benchmark, folder, keep_figures=False)
-            items = pairs[benchmark]
-            judged_n = min(judged, len(items.prompts) // 4)
-            if args.through_api:
-                # lazy: the service harness (tests/support) only for this mode
-                from benchmarks.learning_from_traffic_api import curve_through_api
+    for benchmark, items, folder in left_out_routers([b for b in only.split(",") if b], args.router_cache):
+        judged_n = min(judged, len(items.prompts) // 4)
+        if args.through_api:
+            # lazy: the service harness (tests/support) only for this mode
+            from benchmarks.learning_from_traffic_api import curve_through_api
 
-                curve_through_api(benchmark, items, folder, folder / "model_benchmarks.csv", judged_n, N_FEEDBACK,
-                                  seeds, tuple(args.labels.split(",")), args.first_seed)
-                continue
-            router = load_default_router(folder, folder / "model_benchmarks.csv")
-            curve(benchmark, items, router, seeds, judged_n)
-        if args.speed_rows and router is not None and not args.through_api:
-            speed(args.speed_rows, router, items)
-    finally:
-        if not args.router_cache:
-            shutil.rmtree(work, ignore_errors=True)
+            curve_through_api(benchmark, items, folder, folder / "model_benchmarks.csv", judged_n, N_FEEDBACK,
+                              seeds, tuple(args.labels.split(",")), args.first_seed)
+            continue
+        router = load_default_router(folder, folder / "model_benchmarks.csv")
+        curve(benchmark, items, router, seeds, judged_n)
+    if args.speed_rows and router is not None and not args.through_api:
+        speed(args.speed_rows, router, items)
     return 0
 
 

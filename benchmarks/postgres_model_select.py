@@ -17,7 +17,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import httpx
 
 from api.cli.processes import Child, free_port
 from api.cli.supervisor import api_argv
-from benchmarks.postgres_faults import MODEL_SELECT, start_postgres
+from benchmarks.postgres_faults import MODEL_SELECT, postgres_server
 from tests.support.service import wait_for_api
 
 WARM_UP = 300
@@ -76,10 +75,7 @@ def quantile(values: list[float], q: float) -> float:
 
 def main() -> None:
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    with tempfile.TemporaryDirectory(prefix="switchboard-pgselect-") as tmp:
-        root = Path(tmp)
-        os.chmod(root, 0o755)  # the wheel runs the server as its own user when this runs as root
-        server, url = start_postgres(root)
+    with postgres_server("switchboard-pgselect-") as (root, _, url):
         processes: list[subprocess.Popen] = []
         try:
             shapes = {}
@@ -105,7 +101,6 @@ def main() -> None:
         finally:
             for p in processes:
                 Child("API", p).stop(timeout=30)
-            server.cleanup()
     print(f"modelSelect, one request at a time, warm caches; {ROUNDS} rounds x {BATCH} requests per shape, "
           f"alternating, after {WARM_UP} warm-up:")
     for q in (0.5, 0.9, 0.99):

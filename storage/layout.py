@@ -45,14 +45,7 @@ def configured_pool_timeout_s() -> float:
     Retry-After). Short: while PostgreSQL is down the pool has none to give, and a caller told to retry in a second
     is better off than one held for ten; with healthy transactions of milliseconds, a wait this long means none
     will come soon."""
-    text = os.environ.get("SWITCHBOARD_DATABASE_POOL_TIMEOUT_S")
-    if not text:
-        return DEFAULT_POOL_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        raise SystemExit(f"SWITCHBOARD_DATABASE_POOL_TIMEOUT_S must be a number of seconds, not {text!r}") from None
-    return max(0.1, value)
+    return _seconds("SWITCHBOARD_DATABASE_POOL_TIMEOUT_S", DEFAULT_POOL_TIMEOUT_S)
 
 
 DEFAULT_RECONNECT_TIMEOUT_S = 1.0
@@ -63,14 +56,18 @@ def configured_reconnect_timeout_s() -> float:
     leaves the next request to open one at once. psycopg_pool's own default (5 min) retries after 1 s, 2 s, 4 s...,
     so a request came through about 5 s after PostgreSQL returned from 8 s down; giving up after 1 s means the
     first request after its return connects (docs/benchmarks.md, "Issue 25, ... (2026-11-25, morning)")."""
-    text = os.environ.get("SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S")
+    return _seconds("SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S", DEFAULT_RECONNECT_TIMEOUT_S)
+
+
+def _seconds(name: str, default: float) -> float:
+    """A duration setting in seconds (at least 0.1), or `default` when unset."""
+    text = os.environ.get(name)
     if not text:
-        return DEFAULT_RECONNECT_TIMEOUT_S
+        return default
     try:
         value = float(text)
     except ValueError:
-        raise SystemExit(f"SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S must be a number of seconds, not {text!r}"
-                         ) from None
+        raise SystemExit(f"{name} must be a number of seconds, not {text!r}") from None
     return max(0.1, value)
 
 

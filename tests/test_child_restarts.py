@@ -62,3 +62,25 @@ def test_crashed_children_restart_with_their_dependents_only(tmp_path) -> None:
         assert started == ["API"] * RESTART_LIMIT  # alone, and not after the limit
     finally:
         sup.stop_all()
+
+
+def test_a_stop_requested_during_a_restart_is_a_clean_stop(capsys) -> None:
+    """Ctrl-C while the supervisor waits for a restarted child to become healthy interrupts that wait
+    (Supervisor.wait_healthy); serve must then stop as on any Ctrl-C (exit 0), not report a failed restart."""
+    sup = Supervisor(get_settings())
+
+    def start_api() -> None:
+        child = sup.spawn("API", ["sleep", "60"])
+        sup.stopping = True  # what serve's SIGINT handler does, here while the new API is starting
+        sup.wait_healthy(child, "http://127.0.0.1:9/internal/health", timeout=60)  # the discard port: never healthy
+
+    restarts = ChildRestarts(sup, {"API": start_api})
+    crashed = sup.spawn("API", ["true"])
+    crashed.process.wait()
+    try:
+        assert restarts.handle(crashed) is True  # not a reason to give up: the stop request ends the loop
+        assert "stop requested while restarting API" in capsys.readouterr().out
+        assert [c.name for c in sup.children] == ["API"] and sup.children[0].alive()  # the new one, for stop_all
+    finally:
+        sup.stop_all()
+    assert not sup.children[0].alive()

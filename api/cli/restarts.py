@@ -44,7 +44,8 @@ class ChildRestarts:
     crashes: dict[str, deque[float]] = field(default_factory=dict)  # child name -> recent crash times
 
     def handle(self, crashed: Child) -> bool:
-        """Restart `crashed` and the children that go with it; False when the supervisor should give up."""
+        """Restart `crashed` and the children that go with it; False when the supervisor should give up (True also
+        when a stop was requested during the restart: the supervisor's loop then ends as on a normal Ctrl-C)."""
         now = time.monotonic()
         recent = self.crashes.setdefault(crashed.name, deque())
         recent.append(now)
@@ -66,8 +67,11 @@ class ChildRestarts:
         try:
             for child in affected:  # in start order, each waits until healthy
                 self.starters[child.name]()
-        except SystemExit as exc:  # a child that cannot start again: give up cleanly
-            say(f"could not restart: {exc}")
+        except SystemExit as exc:
+            if self.sup.stopping:  # Ctrl-C (or SIGTERM) mid-restart is a stop like any other, not a failure
+                say(f"stop requested while restarting {crashed.name}")
+                return True
+            say(f"could not restart: {exc}")  # a child that cannot start again: give up cleanly
             return False
         self.sup.children.sort(key=lambda c: order.index(c.name) if c.name in order else len(order))
         say("all running again")

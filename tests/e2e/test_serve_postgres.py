@@ -22,8 +22,8 @@ pytestmark = pytest.mark.e2e
 
 
 def api_restarted(svc: Service, old_pid: int, timeout: float = 120) -> None:
-    # The supervisor's restart ends when it says so (api/cli/restarts.py): a Ctrl-C before that line interrupts
-    # the restart itself, which serve reports as a failure, as tests/e2e/test_faults.py also waits for it.
+    # The supervisor's restart ends when it says so (api/cli/restarts.py): the test then checks the restarted API,
+    # not one half started, as tests/e2e/test_faults.py also waits for it.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pid = svc.parts().get("api")

@@ -11,24 +11,19 @@ from storage.layout import (DEFAULT_POOL_TIMEOUT_S, DEFAULT_RECONNECT_TIMEOUT_S,
 from storage.postgres import CONNECT_TIMEOUT_S, connect_options
 
 
-def test_the_pool_wait_is_short_by_default_and_configurable(monkeypatch):
-    monkeypatch.delenv("SWITCHBOARD_DATABASE_POOL_TIMEOUT_S", raising=False)
-    assert configured_pool_timeout_s() == DEFAULT_POOL_TIMEOUT_S
-    monkeypatch.setenv("SWITCHBOARD_DATABASE_POOL_TIMEOUT_S", "7.5")
-    assert configured_pool_timeout_s() == 7.5
-    monkeypatch.setenv("SWITCHBOARD_DATABASE_POOL_TIMEOUT_S", "soon")
-    with pytest.raises(SystemExit, match="SWITCHBOARD_DATABASE_POOL_TIMEOUT_S must be a number"):
-        configured_pool_timeout_s()
-
-
-def test_the_pool_gives_a_lost_connection_up_soon_by_default_and_it_is_configurable(monkeypatch):
-    monkeypatch.delenv("SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S", raising=False)
-    assert configured_reconnect_timeout_s() == DEFAULT_RECONNECT_TIMEOUT_S
-    monkeypatch.setenv("SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S", "300")
-    assert configured_reconnect_timeout_s() == 300.0
-    monkeypatch.setenv("SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S", "later")
-    with pytest.raises(SystemExit, match="SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S must be a number"):
-        configured_reconnect_timeout_s()
+@pytest.mark.parametrize("name, read, default", [
+    ("SWITCHBOARD_DATABASE_POOL_TIMEOUT_S", configured_pool_timeout_s, DEFAULT_POOL_TIMEOUT_S),
+    ("SWITCHBOARD_DATABASE_RECONNECT_TIMEOUT_S", configured_reconnect_timeout_s, DEFAULT_RECONNECT_TIMEOUT_S),
+])
+def test_the_pool_waits_are_short_by_default_and_configurable(monkeypatch, name, read, default):
+    """The wait for a connection (before a 503) and how long the pool retries a lost one by itself."""
+    monkeypatch.delenv(name, raising=False)
+    assert read() == default
+    monkeypatch.setenv(name, "7.5")
+    assert read() == 7.5
+    monkeypatch.setenv(name, "soon")
+    with pytest.raises(SystemExit, match=f"{name} must be a number"):
+        read()
 
 
 def test_libpq_gets_a_connect_timeout_unless_the_url_names_one():
