@@ -113,6 +113,10 @@ class Settings:
     # worker for dead with it and crashes the run (flows/housekeeping.py); raise it where starting a run's
     # infrastructure can take longer (container pools pulling large images).
     pending_run_timeout_s: float = 900.0
+    # How long a Running flow run of a work pool's deployments may go without a heartbeat before Prefect's automation
+    # (created by `switchboard deploy`, flows/deploy.py) takes its host for dead and crashes it; runs heartbeat four
+    # times per bound, so at least 120 s (Prefect's shortest heartbeat interval is 30 s).
+    run_heartbeat_timeout_s: float = 600.0
     # How often the learn-from-traffic deployment runs (flows/learning/flow.py), and how many new labels a preference
     # needs since its last fitted version before the flow fits another.
     learning_interval_s: int = 3600
@@ -312,6 +316,7 @@ def get_settings() -> Settings:
         http_max_connections=max(0, _int("SWITCHBOARD_HTTP_MAX_CONNECTIONS", 0)),
         housekeeping_interval_s=max(1, _int("SWITCHBOARD_HOUSEKEEPING_INTERVAL_S", 600)),
         pending_run_timeout_s=max(0.0, _float("SWITCHBOARD_PENDING_RUN_TIMEOUT_S", 900.0)),
+        run_heartbeat_timeout_s=max(120.0, _float("SWITCHBOARD_RUN_HEARTBEAT_TIMEOUT_S", 600.0)),
         learning_interval_s=max(1, _int("SWITCHBOARD_LEARNING_INTERVAL_S", 3600)),
         learning_min_new_labels=max(1, _int("SWITCHBOARD_LEARNING_MIN_NEW_LABELS", 200)),
         judge_interval_s=max(1, _int("SWITCHBOARD_JUDGE_INTERVAL_S", 3600)),

@@ -70,6 +70,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         job_variables["image"] = args.image
     names = deploy(args.pool, pool_type=args.type, create_pool=not args.no_create_pool, job_variables=job_variables)
     print(f"deployed to work pool {args.pool!r}: {', '.join(names)}")
+    print(f"a Running flow run whose heartbeats stop for {get_settings().run_heartbeat_timeout_s:.0f} s is crashed "
+          "(SWITCHBOARD_RUN_HEARTBEAT_TIMEOUT_S)")
     print(f"start workers with: prefect worker start --pool {args.pool} --type {args.type}")
     return 0
 
