@@ -57,7 +57,7 @@ def session_created_s(session_id: str) -> float | None:
 # What feedback reads from a recent session: the in-memory index keeps these instead of the whole row, whose bulk
 # is the messages (feedback needs only their routing embedding, taken at decision time): ~1 KB a session, not ~5.
 FEEDBACK_FIELDS = ("session_id", "user_id", "preference_id", "hashed", "eligible", "predicted_quality", "chosen",
-                   "chosen_label_provider", "chosen_label_model")
+                   "chosen_label_provider", "chosen_label_model", "router_quality")
 
 
 class SessionLog:
@@ -82,7 +82,7 @@ class SessionLog:
     def record(self, row: dict[str, Any], embedding: Any = None) -> None:
         """Log the decision; index it for feedback with the query's routing embedding (None for hashed ones)."""
         self.sessions.add(row)
-        recent = {name: row[name] for name in FEEDBACK_FIELDS}
+        recent = {name: row.get(name) for name in FEEDBACK_FIELDS}  # a missing column is null in the log too
         recent["embedding"] = embedding
         with self._lock:
             self._recent[row["session_id"]] = recent

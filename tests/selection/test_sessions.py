@@ -33,6 +33,10 @@ def test_find_serves_recent_rows_then_parquet_after_restart(tmp_path):
         log.record(row(i))
     recent = log.find(ids[2])                     # in memory, not yet flushed: what feedback needs, not the row
     assert recent["chosen"] == "a/b" and recent["embedding"] is None and "content" not in recent
+    assert recent["router_quality"] is None      # not in this row: null, as in the log
+    later = new_session_id()
+    log.record(row(later, router_quality=[0.25]))
+    assert log.find(later)["router_quality"] == [0.25]  # feedback's residual base (api/selection/feedback.py)
     log.close()                                   # clean shutdown flushes
     # A short flush interval: an unknown id younger than one flush is waited for (another worker's, perhaps).
     reopened = SessionLog(tmp_path / "events", flush_seconds=0.1)
