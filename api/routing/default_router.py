@@ -41,7 +41,7 @@ from api.routing.features import (
     QueryFeatures,
 )
 from api.routing.router import Candidate
-from api.routing.skills import SkillModel
+from api.routing.skills import SkillModel, pulled
 from api.shipped import shipped
 
 DEFAULT_ARTEFACT_DIR = shipped("default_router")
@@ -160,7 +160,7 @@ class DefaultRouter:
             g = float(self.featurizer.word_problem(features.vector))
             if g > 0.0:
                 pull = (standings[0], g * standings[1][None, :])
-                caps = caps + pull[1][0] * (standings[0] - caps)
+                caps = pulled(caps, (standings[0], pull[1][0]))
         if not trained.all():
             # z[2:] are the skill model's heads (_query_heads): its need for each axis weighs the unseen skills
             caps = np.where(trained, caps, skills @ self.skills.need_from_heads(z[2:]))
@@ -180,7 +180,7 @@ class DefaultRouter:
         pull = None
         if standings is not None:
             pull = (standings[0], self.featurizer.word_problem(vectors)[:, None] * standings[1][None, :])
-            caps = caps + pull[1] * (standings[0][None, :] - caps)
+            caps = pulled(caps, pull)
         if not trained.all():
             caps = np.where(trained[None, :], caps, self.skills.needs(vectors) @ skills.T)
         irt = _sigmoid(a[:, None] * (caps - d[:, None]))

@@ -32,6 +32,13 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def pulled(capability: np.ndarray, pull: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Capabilities (m,) or (n, m) moved toward `pull` = (standings (m,), weights (m,) or (n, m)) by those weights
+    (api/routing/default_router.py: a candidate set without maths evidence, on a word problem)."""
+    standings, weights = pull
+    return capability + weights * (standings - capability)
+
+
 class SkillModel:
     def __init__(self, spec: dict, dim: int):
         self.w_sharpness = np.asarray(spec["w_sharpness"], np.float64)
@@ -80,7 +87,7 @@ class SkillModel:
         need = _softmax(z[:, 2:])
         capability = need @ skills.T
         if pull is not None:
-            capability = capability + pull[1] * (pull[0][None, :] - capability)
+            capability = pulled(capability, pull)
         return _sigmoid(a[:, None] * (capability - z[:, 1:2]) + offsets[None, :])
 
     def predict(self, vectors: np.ndarray, skills: np.ndarray, offsets: np.ndarray,
