@@ -40,12 +40,6 @@ WITH marked AS (
 SELECT * EXCLUDE (n) FROM todo WHERE n <= ? ORDER BY preference_id, created_at, session_id
 """
 
-SPENT_SQL = f"""
-SELECT coalesce(sum(total_cost), 0) FROM events_llm_usage
-WHERE adaptation_run_id = ? AND task_type IN ('{JUDGE_TASK}', '{SHADOW_TASK}') AND "timestamp" >= ?
-"""
-
-
 @task(name="find-samples", cache_policy=NO_CACHE)
 def find_samples(preference_id: str | None, batch: int) -> dict[str, list[dict[str, Any]]]:
     """The unjudged samples of each preference (of one, when given), oldest first, at most `batch` each."""
@@ -63,13 +57,20 @@ def find_samples(preference_id: str | None, batch: int) -> dict[str, list[dict[s
 
 
 def spent_today(preference_id: str) -> float:
-    """USD the preference's judge and shadow calls have cost since 00:00 UTC (the usage log)."""
-    # lazy: as in find_samples
-    from storage import analytics
+    """USD the preference's judge and shadow calls have cost since 00:00 UTC (the usage log, read through its
+    filesystem with the filter pushed down: no analysts' connection, which would copy the whole catalogue)."""
+    # lazy: pyarrow loads in the flow run, not in the runner that imports every flow
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    from storage import events
+    from storage.event_schemas import USAGE_SCHEMA
 
     midnight = datetime.combine(today_utc(), time(), tzinfo=timezone.utc).timestamp()
-    with analytics.connect(get_settings().data_dir) as conn:
-        return float(conn.execute(SPENT_SQL, [usage_run_id(preference_id), midnight]).fetchone()[0])
+    logged = events.dataset(get_settings().events_dir, "llm_usage", USAGE_SCHEMA)
+    spent = logged.to_table(columns=["total_cost"], filter=(
+        (ds.field("adaptation_run_id") == usage_run_id(preference_id))
+        & ds.field("task_type").isin([JUDGE_TASK, SHADOW_TASK]) & (ds.field("timestamp") >= midnight)))
+    return float(pc.sum(spent["total_cost"]).as_py() or 0.0)
 
 
 @task(name="grade-samples", task_run_name="grade-samples {preference_id}", cache_policy=NO_CACHE)
@@ -84,8 +85,8 @@ def grade_samples(preference_id: str, samples: list[dict[str, Any]]) -> dict[str
 
     settings = get_settings()
     before = spent_today(preference_id)
-    # Opened after the analysts' connection is closed, and closed before the next one opens: without an owner (a
-    # flow run while the service is stopped) both would open the same file.
+    # Closed before the next task opens the analysts' connection: without an owner (a flow run while the service
+    # is stopped) both would open the same file.
     store = connect()
     try:
         pref = store.preferences.get(samples[0]["user_id"], preference_id)
