@@ -23,6 +23,7 @@ from api.schemas.common import (
     ErrorResponse,
     HTTPValidationError,
     ValidationErrorItem,
+    readable,
 )
 
 log = logging.getLogger("switchboard.api")
@@ -111,7 +112,7 @@ def _message(extra: dict[str, Any], default: str) -> str:
     message = str(extra.get("message", default))
     if extra.get("key") == BODY_PARAMETER and message.strip("'\"") == BODY_PARAMETER:
         return "a JSON body is required"  # Litestar reports an absent body as a KeyError for `data`
-    return _JSON_PATH.sub("", message).rstrip(" -")
+    return readable(_JSON_PATH.sub("", message).rstrip(" -"))
 
 
 def validation_items(exc: ValidationException) -> list[ValidationErrorItem]:

@@ -27,7 +27,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Failed, State
 
-from api.catalogue import load_catalogue
+from api.catalogue import billed_prices, load_catalogue
 from api.prompt_optimization.credentials import ORIGIN as ORIGIN_ROLE
 from api.prompt_optimization.credentials import TARGET
 from api.public_errors import public_reason
@@ -44,9 +44,10 @@ TASK_PRE, TASK_OPT, TASK_POST = "pre-optimization evaluation", "optimization", "
 
 
 def _context(run) -> Any:
-    """The run's context: its spec, settings, ledger, and the price of every model it may call: the caller's for a
-    model it described (is_custom), else the catalogue's, else 0 (a judge or reflection model named in the
-    environment that the catalogue does not know)."""
+    """The run's context: its spec, settings, ledger, and the price of every model it may call, by the one rule of
+    api/catalogue/pricing.py: the catalogue's for a model it lists (even one the caller described as custom: the
+    spend ceiling counts what the call costs), the caller's for a model only it described (is_custom), else 0 (a
+    judge or reflection model named in the environment that the catalogue does not know)."""
     settings = get_settings().optimize
     spec = RunSpec.from_json(run.request)
     catalogue = load_catalogue()
@@ -55,11 +56,9 @@ def _context(run) -> Any:
     names = {tuple(t) for t in spec.targets} | ({tuple(spec.origin)} if spec.origin else set())
     names |= {ctx.reflection_model()} | ({ctx.judge_model()} if ctx.judge_model()[0] else set())
     for provider, model in names:
-        described, entry = (spec.custom or {}).get(f"{provider}/{model}"), catalogue.get(provider, model)
-        if described:
-            ctx.prices[f"{provider}/{model}"] = (described["input_price"], described["output_price"])
-        else:
-            ctx.prices[f"{provider}/{model}"] = (entry.input_price, entry.output_price) if entry else (0.0, 0.0)
+        described = (spec.custom or {}).get(f"{provider}/{model}")
+        declared = (described["input_price"], described["output_price"]) if described else None
+        ctx.prices[f"{provider}/{model}"] = billed_prices(catalogue, provider, model, declared) or (0.0, 0.0)
     return ctx
 
 

@@ -14,6 +14,7 @@ import msgspec
 from api.errors import ApiError
 from api.gateway import wire
 from api.gateway.calls import Call, CallLog
+from api.gateway.headers import model_header
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.relay import first_data, relay, upstream_error
 from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport, lines,
@@ -158,7 +159,7 @@ class GatewayService:
                              details={"attempts": len(call.attempt_models), "session_id": call.session_id})
 
     def _headers(self, call: Call, candidate: ResolvedCandidate) -> dict[str, str]:
-        return {"x-switchboard-session-id": call.session_id, "x-switchboard-model": candidate.candidate.key,
+        return {"x-switchboard-session-id": call.session_id, **model_header(candidate.candidate.key),
                 "x-switchboard-attempts": str(len(call.attempt_models) + 1)}
 
     async def _post(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call) -> Answer | Failure:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, Union
 import msgspec
 
 from api.errors import BadRequest
-from api.schemas.common import CostQualityTradeoff, ModelDepth
+from api.schemas.common import CostQualityTradeoff, ModelDepth, QualifiedModel, readable
 from api.schemas.model_select import Identifier, LLMProvider, ModelSelectRequest
 
 ROUTING_NAME = "switchboard"
@@ -20,13 +20,13 @@ ROUTING_FIELDS = frozenset({"llm_providers", "cost_quality_tradeoff", "tradeoff"
 
 
 class ChatRequest(msgspec.Struct):
-    model: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+    model: QualifiedModel  # echoed in headers and errors: printable (api/schemas/common.py)
     messages: Annotated[list[dict[str, Any]], msgspec.Meta(min_length=1)]
     stream: bool | None = None
     stream_options: dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
     # Routing: as in modelSelect; a candidate may also be written "provider/model".
-    llm_providers: Annotated[list[Union[LLMProvider, str]], msgspec.Meta(min_length=1, max_length=100)] | None = None
+    llm_providers: Annotated[list[Union[LLMProvider, QualifiedModel]], msgspec.Meta(min_length=1, max_length=100)] | None = None
     cost_quality_tradeoff: CostQualityTradeoff | None = None
     tradeoff: Literal["cost", "latency"] | None = None
     hash_content: bool | None = None
@@ -48,7 +48,7 @@ def parse(body: dict[str, Any]) -> ChatRequest:
     try:
         return msgspec.convert(body, ChatRequest)
     except msgspec.ValidationError as exc:
-        raise BadRequest(str(exc).replace(" - at `$", " at `"), code="INVALID_REQUEST") from None
+        raise BadRequest(readable(str(exc)).replace(" - at `$", " at `"), code="INVALID_REQUEST") from None
 
 
 def provider_model(name: str) -> tuple[str, str] | None:

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from api.catalogue import Catalogue
+from api.catalogue import Catalogue, billed_prices
 from api.errors import ApiError, Unauthorized, ValidationFailed
 from api.prompt_optimization import templates
 from api.schemas.prompt_optimization import (
@@ -98,9 +98,10 @@ CUSTOM_REQUIRED = ("context_length", "input_price", "output_price")
 PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # it names settings: SWITCHBOARD_<PROVIDER>_API_BASE
 
 
-def _custom(p: RequestProvider, custom: dict[str, dict[str, Any]]) -> tuple[str, str]:
-    """A model the caller describes (any OpenAI-compatible model): its prices and context length are recorded for
-    the run; where it is served is the service's setting."""
+def _custom(p: RequestProvider, catalogue: Catalogue, custom: dict[str, dict[str, Any]]) -> tuple[str, str]:
+    """A model the caller describes (any OpenAI-compatible model): its prices (the catalogue's for a model it lists,
+    api/catalogue/pricing.py) and context length are recorded for the run; where it is served is the service's
+    setting."""
     name = f"{p.provider}/{p.model}"
     missing = [f for f in CUSTOM_REQUIRED if getattr(p, f) is None]
     if missing:
@@ -110,7 +111,8 @@ def _custom(p: RequestProvider, custom: dict[str, dict[str, Any]]) -> tuple[str,
         raise ValidationFailed(f"custom model {name!r}: provider must be 1-64 letters, digits, '_', '-' or '.' (it"
                                " names the SWITCHBOARD_<PROVIDER>_API_BASE setting) and model 1-256 characters",
                                code="INVALID_CUSTOM_MODEL", details={"model": name})
-    custom[name] = {"input_price": float(p.input_price), "output_price": float(p.output_price),  # type: ignore[arg-type]
+    prices = billed_prices(catalogue, p.provider, p.model, (p.input_price, p.output_price))  # type: ignore[arg-type]
+    custom[name] = {"input_price": prices[0], "output_price": prices[1],  # type: ignore[index]
                     "context_length": int(p.context_length)}  # type: ignore[arg-type]
     return p.provider, p.model
 
@@ -125,7 +127,7 @@ def _model(p: RequestProvider, catalogue: Catalogue, custom: dict[str, dict[str,
             " reflection)", code="INVALID_CUSTOM_MODEL", details={"model": f"{p.provider}/{p.model}",
                                                                  "not_allowed": given})
     if p.is_custom:
-        return _custom(p, custom)
+        return _custom(p, catalogue, custom)
     found = catalogue.get(p.provider, p.model)
     return (found.provider, found.model) if found else None
 

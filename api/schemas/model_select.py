@@ -4,10 +4,9 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
-from api.schemas.common import ContextLength, CostQualityTradeoff, LatencySeconds, ModelDepth, PricePerMillion
+from api.schemas.common import (ContextLength, CostQualityTradeoff, LatencySeconds, ModelDepth, ModelId,
+                                PricePerMillion, ProviderName)
 
-ModelId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
-ProviderName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 Identifier = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 
 
@@ -24,7 +23,7 @@ class LLMProvider(msgspec.Struct):
     latency: LatencySeconds | None = None
 
 
-ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}\Z")]
 
 
 class FunctionDefinition(msgspec.Struct):

@@ -5,10 +5,12 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from api.schemas.common import CostQualityTradeoff, ModelDepth
+from api.schemas.common import NOT_IN_NAMES, CostQualityTradeoff, ModelDepth
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, description="A label people recognise")]
-ModelName = Annotated[str, msgspec.Meta(pattern=r"^[^/\s]{1,64}/\S{1,256}$", description="provider/model")]
+# \Z, not $: "openai/gpt-4o\n" must not pass (a $ matches before a final newline).
+ModelName = Annotated[str, msgspec.Meta(pattern=f"^[^/\\s{NOT_IN_NAMES}]{{1,64}}/[^\\s{NOT_IN_NAMES}]{{1,256}}\\Z",
+                                        description="provider/model")]
 ExplorationRate = Annotated[float, msgspec.Meta(
     ge=0.0, le=0.1, description="Share of decisions routed to a near-best alternative so feedback reaches it "
     "(docs/routing.md, 'Learning from traffic'); null or 0: never")]

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from api.schemas.common import ContextLength, LatencySeconds, PricePerMillion, Score
+from api.schemas.common import ContextLength, LatencySeconds, ModelId, PricePerMillion, ProviderName, Score
 
 
 class GoldenRecord(msgspec.Struct):
@@ -20,8 +20,8 @@ class RequestProvider(msgspec.Struct):
     million tokens, what the run is billed and the spend ceiling counts; 0 for a self-hosted model) and context
     length. Where it is served is the service's setting, never the request's (docs/prompt_optimization.md)."""
 
-    provider: str
-    model: str
+    provider: ProviderName
+    model: ModelId
     is_custom: bool = False
     context_length: ContextLength | None = None
     input_price: PricePerMillion | None = None

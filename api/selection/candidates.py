@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from api.catalogue import Catalogue
+from api.catalogue import Catalogue, billed_prices
 from api.errors import BadRequest
 from api.routing.router import Candidate
 from api.schemas.model_select import LLMProvider, SelectedProvider
@@ -41,16 +41,20 @@ def _split(identifier: str) -> tuple[str, str]:
     return vendor, model
 
 
-def _custom(p: LLMProvider, aggregator: bool) -> ResolvedCandidate:
+def _custom(p: LLMProvider, aggregator: bool, catalogue: Catalogue) -> ResolvedCandidate:
     name = p.model if p.provider is None else f"{p.provider}/{p.model}"
     missing = [f for f in CUSTOM_REQUIRED if getattr(p, f) is None]
     if missing:
         raise BadRequest(f"custom model {name!r} must carry {', '.join(missing)}", code="INVALID_CUSTOM_MODEL",
                          details={"model": name, "missing": missing})
     provider, model = (p.provider, p.model) if p.provider else _split(p.model)
-    candidate = Candidate(provider=provider, model=model, input_price=float(p.input_price),  # type: ignore[arg-type]
-                          output_price=float(p.output_price), context_length=p.context_length,  # type: ignore[arg-type]
-                          latency_s=p.latency, supports_function_calling=None)
+    # A catalogue model described as custom is priced by the catalogue (api/catalogue/pricing.py): it is called
+    # with the server's provider key, so its declared prices must not decide the ranking nor what it is billed.
+    input_price, output_price = billed_prices(catalogue, provider, model,
+                                              (p.input_price, p.output_price))  # type: ignore[arg-type, misc]
+    candidate = Candidate(provider=provider, model=model, input_price=input_price, output_price=output_price,
+                          context_length=p.context_length, latency_s=p.latency,  # type: ignore[arg-type]
+                          supports_function_calling=None)
     label = SelectedProvider(provider=provider, model=p.model if aggregator and not p.provider else model)
     return ResolvedCandidate(candidate, label, is_custom=True)
 
@@ -61,7 +65,7 @@ def resolve(providers: list[LLMProvider], catalogue: Catalogue, aggregator: bool
     unknown: list[str] = []
     for p in providers:
         if p.is_custom:
-            item = _custom(p, aggregator)
+            item = _custom(p, aggregator, catalogue)
         else:
             if aggregator and p.provider is None:
                 entry = catalogue.by_aggregator(p.model)

@@ -98,12 +98,6 @@ def grade_samples(preference_id: str, samples: list[dict[str, Any]]) -> dict[str
     ledger = Ledger(usage_run_id(preference_id), samples[0]["user_id"], samples[0]["organization_id"],
                     max(0.0, float(pref.judge_budget_usd) - before))
     catalogue = load_catalogue()
-
-    def catalogue_price(name: str) -> tuple[float, float] | None:
-        provider, _, model = name.partition("/")
-        entry = catalogue.get(provider, model)
-        return None if entry is None else (entry.input_price, entry.output_price)
-
     models: dict[tuple[str, str], BilledLM] = {}
 
     def reply(name: str, prices: tuple[float, float], task_type: str, role: str,
@@ -116,7 +110,7 @@ def grade_samples(preference_id: str, samples: list[dict[str, Any]]) -> dict[str
                                                       settings=settings.optimize)
         return lm.reply(messages)
 
-    batch = grade(samples, judge_model, reply, catalogue_price, lambda: ledger.total)
+    batch = grade(samples, judge_model, reply, catalogue, lambda: ledger.total)
     # Spend first: were the verdicts lost, the samples are graded again, and the budget has counted both.
     events.append(settings.events_dir, "llm_usage", ledger.table(ledger.records))
     events.append(settings.events_dir, "judge_verdicts", pa.Table.from_pylist(batch.verdicts,

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from api.catalogue import Catalogue, Prices, billed_prices_of
 from api.routing.text import MessageShapeError, message_texts
 
 JUDGE_TASK, SHADOW_TASK = "judge_traffic", "shadow_call"  # task types of the usage log
@@ -49,16 +50,15 @@ def parse_verdict(reply: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-def prices_for(name: str, sample: dict[str, Any], catalogue_price: Callable[[str], tuple[float, float] | None]
-               ) -> tuple[float, float] | None:
-    """USD per million (input, output) tokens: the request's own prices when it named the model (a custom model
-    at the caller's prices), else the catalogue's; None when neither knows it (it cannot be counted against a
-    budget, so it is not called)."""
-    for key, pin, pout in zip(sample.get("candidates") or (), sample.get("input_prices") or (),
-                              sample.get("output_prices") or ()):
-        if key == name and pin is not None and pout is not None:
-            return float(pin), float(pout)
-    return catalogue_price(name)
+def prices_for(name: str, sample: dict[str, Any], catalogue: Catalogue) -> Prices | None:
+    """USD per million (input, output) tokens a judge or shadow call of `name` is billed at: the one rule of
+    api/catalogue/pricing.py, given the prices the request declared for it (a custom model the catalogue lacks is
+    billed at the caller's prices; a catalogue model always at the catalogue's). None when neither knows it (it
+    cannot be counted against a budget, so it is not called)."""
+    declared = next(((float(pin), float(pout)) for key, pin, pout in zip(
+        sample.get("candidates") or (), sample.get("input_prices") or (), sample.get("output_prices") or ())
+        if key == name and pin is not None and pout is not None), None)
+    return billed_prices_of(catalogue, name, declared)
 
 
 @dataclass
@@ -85,8 +85,8 @@ def today_utc() -> date:
 Reply = Callable[[str, tuple[float, float], str, str, list[dict[str, str]]], str]
 
 
-def grade(samples: list[dict[str, Any]], judge_model: str, reply: Reply,
-          catalogue_price: Callable[[str], tuple[float, float] | None], spent: Callable[[], float]) -> Batch:
+def grade(samples: list[dict[str, Any]], judge_model: str, reply: Reply, catalogue: Catalogue,
+          spent: Callable[[], float]) -> Batch:
     """Grade the samples in order: a shadow call first where one was drawn, then the judge on each answer not yet
     judged (`answer_judged` / `shadow_judged` say which are). `reply(model, prices, task type, role, messages)`
     is one billed call; it raises CostCeilingExceeded (flows/prompt_opt/usage.py) before a call once the budget
@@ -98,7 +98,7 @@ def grade(samples: list[dict[str, Any]], judge_model: str, reply: Reply,
     batch = Batch()
     for sample in samples:
         turns = conversation(sample["content"])
-        judge_prices = prices_for(judge_model, sample, catalogue_price)
+        judge_prices = prices_for(judge_model, sample, catalogue)
         if judge_prices is None:
             batch.stopped = f"the judge {judge_model} has no known price: nothing graded"
             break
@@ -111,7 +111,7 @@ def grade(samples: list[dict[str, Any]], judge_model: str, reply: Reply,
             for model, answer, shadow in todo:
                 before = spent()
                 if answer is None:
-                    shadow_prices = prices_for(model, sample, catalogue_price)
+                    shadow_prices = prices_for(model, sample, catalogue)
                     if shadow_prices is None or not turns:
                         continue
                     answer = reply(model, shadow_prices, SHADOW_TASK, "target", turns)

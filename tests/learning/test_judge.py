@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from litestar.testing import TestClient
 
+from api.catalogue import load_catalogue
 from api.gateway.calls import Call
 from api.gateway.judge_sampling import JudgeSampler
 from api.routing.router import Candidate
@@ -65,17 +66,53 @@ def test_grading_stops_at_an_unpriced_judge_and_at_a_provider_error():
             raise ConnectionError("down")
         return "The answer is right.\nverdict: 1"
 
-    unpriced = grade([sample_row("a")], "acme/unknown-judge", reply, lambda name: None, lambda: 0.0)
+    catalogue = load_catalogue()
+    unpriced = grade([sample_row("a")], "acme/unknown-judge", reply, catalogue, lambda: 0.0)
     assert unpriced.stopped and "no known price" in unpriced.stopped and not unpriced.verdicts and not calls
     # the judge named among the request's candidates is priced as the request priced it
-    done = grade([sample_row("a"), sample_row("b")], CHEAP, reply, lambda name: None, lambda: 0.0)
+    done = grade([sample_row("a"), sample_row("b")], CHEAP, reply, catalogue, lambda: 0.0)
     assert [v["verdict"] for v in done.verdicts] == [1, 1] and calls == [(CHEAP, "judge_traffic")] * 2
     calls.clear()
-    failed = grade([sample_row("a", shadow=STRONG), sample_row("b")], CHEAP, reply, lambda n: None, lambda: 0.0)
+    failed = grade([sample_row("a", shadow=STRONG), sample_row("b")], CHEAP, reply, catalogue, lambda: 0.0)
     assert failed.stopped == "provider error: ConnectionError" and calls[-1] == (STRONG, "shadow_call")
     assert [v["shadow"] for v in failed.verdicts] == [False]  # the answer graded before the shadow call failed
     assert parse_verdict("**Verdict:** 0") == 0 and parse_verdict("verdict: 1 ... verdict: 0") == 0
     assert parse_verdict("looks fine") is None
+
+
+def test_a_catalogue_model_declared_at_zero_is_billed_at_the_catalogues_price_and_stops_at_the_budget():
+    """Issue 31, item 4: gpt-4o described as custom at $0 (the request's declared prices, as judge sampling keeps
+    them) made 33 judge calls against a $0.0001 budget. The judge and the shadow are billed at the catalogue's
+    prices (api/catalogue/pricing.py), so the ledger's ceiling stops the batch; a model only the caller knows is
+    still billed at the prices it declared."""
+    from flows.learning.judge_grading import grade
+    from flows.prompt_opt.usage import Ledger
+
+    catalogue = load_catalogue()
+    gpt4o = catalogue.get("openai", "gpt-4o")
+    billed: list[tuple[str, tuple[float, float]]] = []
+
+    def replying(ledger: Ledger):
+        def reply(name, prices, task_type, role, messages):
+            ledger.check()
+            billed.append((name, prices))
+            ledger.add(provider="openai", model=name, prices=prices, task_type=task_type, position=-1, role=role,
+                       usage={"prompt_tokens": 400, "completion_tokens": 40}, latency_s=0.0)
+            return "verdict: 1"
+        return reply
+
+    free = {**sample_row("a", shadow="acme/mine"), "candidates": [STRONG, CHEAP, "acme/mine"],
+            "input_prices": [0.0, 0.0, 1.0], "output_prices": [0.0, 0.0, 2.0]}
+    grade([free], STRONG, replying(Ledger("judge-traffic:p1", "alice", "org", ceiling_usd=1.0)), catalogue,
+          lambda: 0.0)
+    assert billed == [(STRONG, (gpt4o.input_price, gpt4o.output_price)),
+                      ("acme/mine", (1.0, 2.0)),  # the shadow: a custom model the catalogue lacks
+                      (STRONG, (gpt4o.input_price, gpt4o.output_price))]
+    billed.clear()
+    ledger = Ledger("judge-traffic:p1", "alice", "org", ceiling_usd=0.0001)
+    batch = grade([free] + [sample_row(f"s{i}") for i in range(40)], STRONG, replying(ledger), catalogue,
+                  lambda: ledger.total)
+    assert batch.stopped == "budget" and len(billed) == 1  # not 33: the first gpt-4o call passes $0.0001
 
 
 def test_sampling_is_opt_in_at_the_set_rate_and_never_hashed_proxied_or_failed(tmp_path):
