@@ -120,6 +120,44 @@ def test_the_spend_ceiling_counts_the_callers_prices(servers, client, launcher, 
     assert state.is_failed() and "ceiling of $0.0100" in state.message
 
 
+@pytest.fixture
+def openai_served_locally(servers, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAI:
+    """The `openai` provider served by the local model server, and a $0.0001 spend ceiling. Request it before
+    `client`."""
+    monkeypatch.setenv("SWITCHBOARD_OPENAI_API_BASE", servers[0].base_url)
+    monkeypatch.setenv("SWITCHBOARD_OPTIMIZE_MAX_COST_USD", "0.0001")
+    reset_settings()
+    return servers[0]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_catalogue_model_described_as_custom_at_zero_is_billed_at_the_catalogues_price(
+        openai_served_locally, client, launcher, optimizer_headers):
+    """Issue 31, item 4: gpt-4o described as custom at $0 billed 29 gpt-4o calls at $0, so the spend ceiling never
+    applied. It is billed at the catalogue's price (api/catalogue/pricing.py), and the ceiling stops the run."""
+    from api.catalogue import load_catalogue
+
+    train, test = capital_goldens(3), capital_goldens(3, start=3)
+    teach_goldens(openai_served_locally, train + test)
+    free_gpt4o = custom("openai", "gpt-4o", (0.0, 0.0))
+    h = optimizer_headers()
+    r = client.post(OPTIMIZE, headers=h, json=body(
+        train_goldens=train, test_goldens=test, prototype_mode=True, target_models=[free_gpt4o], judge_model=JUDGE,
+        reflection_model=REFLECTION, evaluation_metric="Exact_Match"))
+    assert r.status_code == 200, r.text
+    run_id = r.json()["optimization_run_id"]
+    state, _ = run_flow(run_id)
+    assert state.is_failed() and "ceiling of $0.0001" in state.message
+    gpt4o = load_catalogue().get("openai", "gpt-4o")
+    records = [r for r in client.get(f"/v2/prompt/optimize/{run_id}/costs", headers=h).json()["usage_records"]
+               if r["model"] == "gpt-4o"]
+    assert records and len(records) < 29
+    for record in records:
+        assert record["input_cost"] > 0
+        assert record["input_cost"] == pytest.approx(record["input_tokens"] * gpt4o.input_price / 1e6)
+        assert record["output_cost"] == pytest.approx(record["output_tokens"] * gpt4o.output_price / 1e6)
+
+
 @pytest.mark.parametrize("entry, says", [
     ({"provider": "local", "model": "m", "is_custom": True, "input_price": 0}, "context_length, output_price"),
     ({**TARGET, "provider": "no/slash"}, "provider must be"),
