@@ -36,7 +36,7 @@ def strict_check(value: Any, body_type: Any) -> None:
 
 def _dict_key_hint(value: Any, message: str) -> str | None:
     """msgspec writes a dict key as `[...]`; when it ends the path, name the first entry of the wrong JSON type."""
-    match = re.search(r"got `(\w+)` - at `\$(.*)\[\.\.\.\]`$", message)
+    match = re.search(r"got `(\w+)` - at `\$(.*)\[\.\.\.\]`\Z", message)
     if not match:
         return None
     got, path = match.groups()

@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 HEADER = b"x-request-id"
-_SAFE = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
+_SAFE = re.compile(rb"[A-Za-z0-9._:-]{1,128}")  # fullmatch: a $ would also pass a final newline
 
 
 def request_id_of(scope: Any) -> str | None:
@@ -24,7 +24,7 @@ class RequestIdMiddleware:
             return
         # Honour a caller's id when it is safe to echo; otherwise mint one.
         incoming = next((v for k, v in scope.get("headers", ()) if k == HEADER), None)
-        rid = incoming.decode() if incoming and _SAFE.match(incoming) else uuid.uuid4().hex
+        rid = incoming.decode() if incoming and _SAFE.fullmatch(incoming) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = rid
         raw = rid.encode()
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from storage.sql import SqlDatabase
 
-_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-_VARIANT = re.compile(r"^(\d{4}_[a-z0-9_]+)\.(postgres)\.sql$")
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql\Z")
+_VARIANT = re.compile(r"^(\d{4}_[a-z0-9_]+)\.(postgres)\.sql\Z")
 MIGRATIONS_LOCK = "schema-migrations"
 _TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations ("
           " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")

@@ -37,12 +37,12 @@ KNOWN_IDS_CSV = DATA_DIR / "openrouter_models.csv"
 OVERRIDES_CSV = DATA_DIR / "openrouter_overrides.csv"
 
 _DATE_SUFFIXES = (
-    re.compile(r"-\d{8}$"),  # claude-3-5-sonnet-20241022
-    re.compile(r"-\d{4}-\d{2}-\d{2}$"),  # gpt-4.1-2025-04-14
-    re.compile(r"-\d{2}-\d{4}$"),  # command-a-03-2025
-    re.compile(r"-latest$"),  # mistral-large-latest
+    re.compile(r"-\d{8}\Z"),  # claude-3-5-sonnet-20241022
+    re.compile(r"-\d{4}-\d{2}-\d{2}\Z"),  # gpt-4.1-2025-04-14
+    re.compile(r"-\d{2}-\d{4}\Z"),  # command-a-03-2025
+    re.compile(r"-latest\Z"),  # mistral-large-latest
 )
-_SERVING_SUFFIXES = re.compile(r"(-turbo|-fp8|-fp4|-hf)+$")
+_SERVING_SUFFIXES = re.compile(r"(-turbo|-fp8|-fp4|-hf)+\Z")
 _DASHED_VERSION = re.compile(r"(?<=\d)-(?=\d(?:\D|$))")
 
 

@@ -26,7 +26,7 @@ _TOKEN = re.compile(r"[a-z]+|\d+")
 _SERVING_TAG = re.compile(r"(?<![a-z0-9])(?:fp8|fp16|bf16|int4|int8|awq|gptq|gguf|turbo)(?![a-z0-9])")
 # '-hf': the same weights converted to Hugging Face's format.
 _FORMAT_TAG = re.compile(r"(?<![a-z0-9])hf(?![a-z0-9])")
-_HOST = re.compile(r"@[^/]*$")
+_HOST = re.compile(r"@[^/]*\Z")
 # Vendor words that some spell into the model name and others leave out.
 _VENDOR_PREFIX = re.compile(r"^(?:meta|c4ai|mistralai|google|microsoft|anthropic|openai|cohere)[-_ ](?=.)")
 _SPELLING_ALIASES = {"inst": "instruct"}

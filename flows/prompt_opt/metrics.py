@@ -52,7 +52,7 @@ class Verdict:
 
 def _parse_json(text: str) -> Any:
     text = text.strip()
-    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, flags=re.S)
+    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```\Z", text, flags=re.S)
     return json.loads(fence.group(1) if fence else text)
 
 
