@@ -179,7 +179,7 @@ class GatewayService:
             call.answer_parts.append(str(choice["message"].get("content") or ""))  # the conversation's digest
         # What the next request may read is updated before the answer leaves (a follow-up can arrive before this
         # coroutine resumes); only the log row waits until it is sent.
-        self.selection.observed_latency.add(candidate.candidate.key, call.attempt_seconds())
+        self.selection.observed_latency.add(call.user.organization_id, candidate.candidate.key, call.attempt_seconds())
         self.calls.remember(call)
         return Answer(body, self._headers(call, candidate), lambda: self._answered(call))
 
@@ -209,7 +209,8 @@ class GatewayService:
 
     def _stream_ended(self, call: Call) -> None:
         if call.status == "ok" and call.answered is not None:
-            self.selection.observed_latency.add(call.answered.candidate.key, call.attempt_seconds())
+            self.selection.observed_latency.add(call.user.organization_id, call.answered.candidate.key,
+                                                call.attempt_seconds())
         self.calls.record(call)
         self._sample(call)
 

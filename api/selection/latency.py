@@ -30,34 +30,39 @@ def estimated_latency_s(candidate: Candidate, prompt_tokens: int) -> float:
 
 
 class ObservedLatency:
-    """A rolling figure per provider/model from the calls the gateway made (api/gateway/service.py): the median of
-    the latest `window` answered calls' total latency. Once a model has `min_calls` of them it replaces the
-    estimate above (the catalogue proxy, or a custom model's declared figure) for `tradeoff="latency"`. Per API
-    worker: each worker learns from the calls it made."""
+    """A rolling figure per organization and provider/model from the calls the gateway made for that organization
+    (api/gateway/service.py): the median of its latest `window` answered calls' total latency. Once an organization
+    has `min_calls` of them for a model it replaces the estimate above (the catalogue proxy, or a custom model's
+    declared figure) for that organization's `tradeoff="latency"` decisions. Per organization, because a figure
+    shared by everyone is steerable by anyone: one caller's dozen slow calls of a model (a long prompt, a slow
+    network, or on purpose) moved every other organization's latency choice (issue 31). Per API worker: each
+    worker learns from the calls it made."""
 
-    def __init__(self, min_calls: int = 10, window: int = 200, max_models: int = 10_000) -> None:
-        self.min_calls, self.window, self.max_models = min_calls, window, max_models
-        self._seen: dict[str, deque[float]] = {}
-        self._median: dict[str, float] = {}
+    def __init__(self, min_calls: int = 10, window: int = 200, max_entries: int = 10_000) -> None:
+        self.min_calls, self.window, self.max_entries = min_calls, window, max_entries
+        self._seen: dict[tuple[str, str], deque[float]] = {}
+        self._median: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
 
-    def add(self, model: str, seconds: float) -> None:
+    def add(self, organization_id: str, model: str, seconds: float) -> None:
+        key = (organization_id, model)
         with self._lock:
-            calls = self._seen.get(model)
+            calls = self._seen.get(key)
             if calls is None:
-                if len(self._seen) >= self.max_models:  # model names come from callers: keep memory bounded
+                if len(self._seen) >= self.max_entries:  # names and organizations vary: keep memory bounded
                     self._seen.clear()
                     self._median.clear()
-                calls = self._seen[model] = deque(maxlen=self.window)
+                calls = self._seen[key] = deque(maxlen=self.window)
             calls.append(seconds)
             if len(calls) >= self.min_calls:
-                self._median[model] = statistics.median(calls)
+                self._median[key] = statistics.median(calls)
 
-    def seconds(self, model: str) -> float | None:
-        return self._median.get(model)
+    def seconds(self, organization_id: str, model: str) -> float | None:
+        return self._median.get((organization_id, model))
 
 
-def latency_s(candidate: Candidate, prompt_tokens: int, observed: ObservedLatency | None) -> float:
-    """The observed figure once there is enough of it, else the estimate."""
-    seen = observed.seconds(candidate.key) if observed is not None else None
+def latency_s(candidate: Candidate, prompt_tokens: int, observed: ObservedLatency | None,
+              organization_id: str) -> float:
+    """The organization's observed figure once there is enough of it, else the estimate."""
+    seen = observed.seconds(organization_id, candidate.key) if observed is not None else None
     return seen if seen is not None else estimated_latency_s(candidate, prompt_tokens)

@@ -249,7 +249,7 @@ class SelectionService:
         cost = policy.request_cost_usd(np.array([c.input_price for c in plain]),
                                        np.array([c.output_price for c in plain]), prompt_tokens)
         # only the latency trade-off reads latency estimates
-        latency = (np.array([latency_s(c, prompt_tokens, self.observed_latency) for c in plain])
+        latency = (np.array([latency_s(c, prompt_tokens, self.observed_latency, user.organization_id) for c in plain])
                    if opts.tradeoff == "latency" else None)
         caller, order = None, None
         schedule = router.schedule
