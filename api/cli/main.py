@@ -8,7 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from api.cli.supervisor import api_argv, serve, store_owner_argv
+from api.cli.ports import Listener, refuse_if_in_use
+from api.cli.supervisor import api_argv, api_listener, serve, store_owner_argv
 from api.settings import STORE_PORT, check_data_dir, get_settings
 from storage.errors import StoreError
 from storage.interfaces import Store
@@ -37,6 +38,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         return 1
     check_data_dir(settings.data_dir)
     host, port = args.host or settings.store_host, args.port or settings.store_port
+    refuse_if_in_use(Listener("the store owner", host, port, "--port or SWITCHBOARD_STORE_PORT"))
     os.environ["SWITCHBOARD_STORE_HOST"], os.environ["SWITCHBOARD_STORE_PORT"] = host, str(port)
     if args.advertise_url:
         os.environ["SWITCHBOARD_STORE_URL"] = args.advertise_url
@@ -55,6 +57,7 @@ def cmd_api(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     host, port = args.host or settings.host, args.port or settings.port
+    refuse_if_in_use(api_listener(host, port))  # granian would share it (SO_REUSEPORT): api/cli/ports.py
     os.environ["SWITCHBOARD_HOST"], os.environ["SWITCHBOARD_PORT"] = host, str(port)
     argv = api_argv(host, port, args.workers, settings)
     os.execv(argv[0], argv)

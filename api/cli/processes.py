@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from api.cli.ports import Listener, says_in_use
 from api.settings import Settings
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -32,14 +33,46 @@ def say(message: str) -> None:
     print(f"[switchboard] {message}", flush=True)
 
 
+TAIL_LINES, TAIL_BYTES = 12, 16_384
+
+
 @dataclass
 class Child:
     name: str
     process: subprocess.Popen
     started: float = field(default_factory=time.monotonic)  # when it was spawned
+    log_file: Path | None = None  # where its output goes (None: the supervisor's own terminal)
+    log_offset: int = 0  # the log's size when it was spawned: what this run of it wrote starts there
+    listener: Listener | None = None  # the port it listens on, when the supervisor chose it
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def last_lines(self) -> list[str]:
+        """The last lines this run of the child wrote to its log (what a traceback ends with: the error)."""
+        if self.log_file is None:
+            return []
+        try:
+            with open(self.log_file, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(self.log_offset, size - TAIL_BYTES))
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return []
+        return [line.rstrip() for line in text.splitlines() if line.strip()][-TAIL_LINES:]
+
+    def exit_report(self, when: str) -> str:
+        """Why it exited, for the user: the one line of a port in use, else its code and its log's last lines
+        (not "see the logs": the cause is printed where the user is looking)."""
+        lines = self.last_lines()
+        if self.listener is not None and says_in_use(lines):
+            return self.listener.in_use_line()
+        head = f"{self.name} exited with code {self.process.returncode} {when}"
+        if self.log_file is None:
+            return f"{head} (its output is above)"
+        if not lines:
+            return f"{head}; it wrote nothing to {self.log_file}"
+        return f"{head}; the last lines of {self.log_file}:\n" + "\n".join(f"    {line}" for line in lines)
 
     def stop(self, timeout: float = 20.0) -> None:
         if not self.alive():
@@ -63,11 +96,12 @@ class Supervisor:
     stopping: bool = False
 
     def spawn(self, name: str, argv: list[str], log_file: Path | None = None,
-              extra_env: dict[str, str] | None = None) -> Child:
+              extra_env: dict[str, str] | None = None, listener: Listener | None = None) -> Child:
         out = open(log_file, "ab") if log_file else None
+        offset = out.tell() if out else 0
         process = subprocess.Popen(argv, env={**self.env, **(extra_env or {})}, start_new_session=True, stdout=out,
                                    stderr=subprocess.STDOUT if out else None, preexec_fn=_die_with_parent)
-        child = Child(name, process)
+        child = Child(name, process, log_file=log_file, log_offset=offset, listener=listener)
         self.children.append(child)
         return child
 
@@ -80,8 +114,7 @@ class Supervisor:
             if self.stopping:
                 raise SystemExit(f"interrupted while starting {child.name}")
             if not child.alive():
-                raise SystemExit(f"{child.name} exited with code {child.process.returncode} while starting; "
-                                 f"see {self.settings.layout.logs_dir}")
+                raise SystemExit(child.exit_report("while starting"))
             try:
                 if httpx.get(url, timeout=1.0, auth=auth).status_code == 200:
                     say(f"{child.name} ready in {time.monotonic() - child.started:.1f}s")

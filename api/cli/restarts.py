@@ -51,15 +51,13 @@ class ChildRestarts:
         recent.append(now)
         while recent and now - recent[0] > RESTART_WINDOW_S:
             recent.popleft()
-        code = crashed.process.returncode
+        report = crashed.exit_report("unexpectedly")  # with its log's last lines: the cause where the user looks
         if len(recent) > RESTART_LIMIT or crashed.name not in self.starters:
-            say(f"{crashed.name} exited unexpectedly (code {code}); "
-                f"{len(recent)} crashes within {RESTART_WINDOW_S:.0f}s: shutting down")
+            say(f"{report}\n{len(recent)} crashes within {RESTART_WINDOW_S:.0f}s: shutting down")
             return False
         names = {crashed.name, *RESTARTS_WITH.get(crashed.name, ())}
         affected = [c for c in self.sup.children if c.name in names]
-        say(f"{crashed.name} exited unexpectedly (code {code}); restarting "
-            + ", ".join(c.name for c in affected))
+        say(f"{report}\nrestarting " + ", ".join(c.name for c in affected))
         for child in reversed(affected):
             kill_group(child)
         order = [c.name for c in self.sup.children]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from api.cli import orphans
 from api.cli.http_options import connection_args
+from api.cli.ports import Listener, refuse_if_in_use
 from api.cli.processes import Supervisor, free_port, say
 from api.cli.restarts import ChildRestarts
 from api.parent_watch import SUPERVISOR_PID_ENV
@@ -54,6 +55,16 @@ def prefect_env(port: int, login: str) -> dict[str, str]:
 
 
 Waiter = Callable[[], None]  # blocks until a launched child is ready (or raises SystemExit)
+RESTART_PORT_WAIT_S = 5.0  # a restarted child's predecessor, killed a moment ago, may still hold its port
+
+
+def prefect_listener(settings: Settings) -> Listener:
+    return Listener("the Prefect server", "127.0.0.1", settings.prefect_port,
+                    "SWITCHBOARD_PREFECT_PORT (or PREFECT_API_URL, to use a Prefect server already running)")
+
+
+def api_listener(host: str, port: int) -> Listener:
+    return Listener("the API", host, port, "--port or SWITCHBOARD_PORT")
 
 
 def launch_prefect(sup: Supervisor, logs: Path) -> Waiter:
@@ -64,11 +75,14 @@ def launch_prefect(sup: Supervisor, logs: Path) -> Waiter:
     sup.env["PREFECT_HOME"] = str(settings.prefect_home)
     sup.env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     port = settings.prefect_port
+    listener = prefect_listener(settings)
+    # Else its health check would be answered by whoever holds the port (api/cli/ports.py)
+    refuse_if_in_use(listener, RESTART_PORT_WAIT_S)
     login = prefect_login(settings.run_dir)
     sup.env.update(prefect_env(port, login))
     # `prefect server start`'s app, old-UI deep links sent to the new UI's login-aware pages (flows/prefect_server.py)
     child = sup.spawn("Prefect server", [sys.executable, "-m", "flows.prefect_server", "--host", "127.0.0.1",
-                                         "--port", str(port)], logs / "prefect-server.log")
+                                         "--port", str(port)], logs / "prefect-server.log", listener=listener)
     # For the children launched beside it and after it: the flow runner waits until the server answers.
     sup.env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
     say(f"starting a local Prefect server (SQLite under {settings.prefect_home}); log: {logs / 'prefect-server.log'}")
@@ -99,9 +113,11 @@ def launch_store(sup: Supervisor, logs: Path) -> Waiter:
         sup.wait_healthy(child, f"http://127.0.0.1:{port}/internal/health", timeout=60)
         deadline = time.monotonic() + 10
         while owner.live_owner(sup.settings.run_dir) is None:  # published right after it starts serving
-            if time.monotonic() > deadline or not child.alive():
-                raise SystemExit(f"the store owner did not publish {owner.owner_file(sup.settings.run_dir)}; "
-                                 f"see {logs / 'store-owner.log'}")
+            if not child.alive():
+                raise SystemExit(child.exit_report("before it published its address"))
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the store owner did not publish {owner.owner_file(sup.settings.run_dir)}; its "
+                                 "last lines:\n" + "\n".join(f"    {line}" for line in child.last_lines()))
             time.sleep(0.1)
         say(f"store owner serving {sup.settings.db_path}; log: {logs / 'store-owner.log'}")
     return ready
@@ -120,7 +136,10 @@ def api_argv(host: str, port: int, workers: int, settings: Settings | None = Non
 
 def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
     sup.env["SWITCHBOARD_HOST"], sup.env["SWITCHBOARD_PORT"] = host, str(port)
-    child = sup.spawn("API", api_argv(host, port, workers, sup.settings))
+    listener = api_listener(host, port)
+    # granian binds with SO_REUSEPORT: on a port in use it would share it with the other listener, silently
+    refuse_if_in_use(listener, RESTART_PORT_WAIT_S)
+    child = sup.spawn("API", api_argv(host, port, workers, sup.settings), listener=listener)
     url = owner.reachable_url(host, port)
     sup.wait_healthy(child, f"{url}/internal/health", timeout=60)
     say(f"API: {url}  (OpenAPI: /schema, /schema/openapi.json)")
@@ -151,6 +170,10 @@ def start_runner(sup: Supervisor, logs: Path) -> None:
 
 
 def serve(settings: Settings, host: str, port: int) -> int:
+    # Before anything starts: a port in use is one line, not a second instance sharing it (api/cli/ports.py)
+    refuse_if_in_use(api_listener(host, port))
+    if not settings.prefect_api_url:
+        refuse_if_in_use(prefect_listener(settings))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     logs = settings.layout.logs_dir
     logs.mkdir(exist_ok=True)
