@@ -67,12 +67,16 @@ class Child:
         lines = self.last_lines()
         if self.listener is not None and says_in_use(lines):
             return self.listener.in_use_line()
-        head = f"{self.name} exited with code {self.process.returncode} {when}"
+        return f"{self.name} exited with code {self.process.returncode} {when}; {self.log_tail(lines)}"
+
+    def log_tail(self, lines: list[str] | None = None) -> str:
+        """Its log's last lines, indented under a line that names the log."""
+        lines = self.last_lines() if lines is None else lines
         if self.log_file is None:
-            return f"{head} (its output is above)"
+            return "its output is above"
         if not lines:
-            return f"{head}; it wrote nothing to {self.log_file}"
-        return f"{head}; the last lines of {self.log_file}:\n" + "\n".join(f"    {line}" for line in lines)
+            return f"it wrote nothing to {self.log_file}"
+        return f"the last lines of {self.log_file}:\n" + "\n".join(f"    {line}" for line in lines)
 
     def stop(self, timeout: float = 20.0) -> None:
         if not self.alive():

@@ -116,8 +116,8 @@ def launch_store(sup: Supervisor, logs: Path) -> Waiter:
             if not child.alive():
                 raise SystemExit(child.exit_report("before it published its address"))
             if time.monotonic() > deadline:
-                raise SystemExit(f"the store owner did not publish {owner.owner_file(sup.settings.run_dir)}; its "
-                                 "last lines:\n" + "\n".join(f"    {line}" for line in child.last_lines()))
+                raise SystemExit(f"the store owner did not publish {owner.owner_file(sup.settings.run_dir)}; "
+                                 + child.log_tail())
             time.sleep(0.1)
         say(f"store owner serving {sup.settings.db_path}; log: {logs / 'store-owner.log'}")
     return ready
