@@ -16,8 +16,9 @@ Prices = tuple[float, float]  # USD per million (input, output) tokens
 
 def billed_prices(catalogue: Catalogue, provider: str, model: str, declared: Prices | None = None) -> Prices | None:
     """The catalogue's prices for provider/model when it lists the model, whatever was declared; else the declared
-    prices (a model only the caller knows); None when neither knows it."""
-    entry = catalogue.get(provider, model)
+    prices (a model only the caller knows); None when neither knows it. "provider/model" may also be the model's
+    aggregator (OpenRouter) id, as `?type=openrouter` writes candidates: it names the same catalogue model."""
+    entry = catalogue.get(provider, model) or catalogue.by_aggregator(f"{provider}/{model}")
     if entry is not None:
         return float(entry.input_price), float(entry.output_price)
     return None if declared is None else (float(declared[0]), float(declared[1]))

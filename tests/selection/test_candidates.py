@@ -58,19 +58,25 @@ def test_custom_models_need_all_four_fields(cat):
     assert (c.label.provider, c.label.model) == ("acme", "acme/m1")
 
 
-@pytest.mark.parametrize("entry", [
-    {"provider": "openai", "model": "gpt-4o"}, {"provider": "OpenAI", "model": "gpt-4o"},
-    {"model": "openai/gpt-4o", "aggregator": True}], ids=["provider", "provider-spelling", "aggregator-form"])
-def test_a_catalogue_model_described_as_custom_is_priced_by_the_catalogue(cat, entry):
+@pytest.mark.parametrize("entry, expected", [
+    ({"provider": "openai", "model": "gpt-4o"}, ("openai", "gpt-4o")),
+    ({"provider": "OpenAI", "model": "gpt-4o"}, ("openai", "gpt-4o")),
+    ({"model": "openai/gpt-4o", "aggregator": True}, ("openai", "gpt-4o")),
+    # an OpenRouter id that is no provider/model of the catalogue, yet names one of its models
+    ({"model": "anthropic/claude-haiku-4.5", "aggregator": True}, ("anthropic", "claude-haiku-4-5"))],
+    ids=["provider", "provider-spelling", "aggregator-form", "openrouter-id"])
+def test_a_catalogue_model_described_as_custom_is_priced_by_the_catalogue(cat, entry, expected):
     """Issue 31, item 4: gpt-4o described as custom at $0 is called with the server's key, so it is ranked and
     billed at gpt-4o's catalogue prices (api/catalogue/pricing.py); a model only the caller knows keeps its own."""
     aggregator = entry.pop("aggregator", False)
     free = LLMProvider(**entry, is_custom=True, context_length=128000, input_price=0.0, output_price=0.0, latency=1.0)
     own = LLMProvider(provider="acme", model="house", is_custom=True, context_length=8000, input_price=0.3,
                       output_price=0.6, latency=1.0)
-    gpt, house = resolve([free, own], cat, aggregator=aggregator)
-    catalogue = cat.get("openai", "gpt-4o")
-    assert (gpt.candidate.input_price, gpt.candidate.output_price) == (catalogue.input_price, catalogue.output_price)
+    listed, house = resolve([free, own], cat, aggregator=aggregator)
+    catalogue = cat.get(*expected)
+    assert catalogue.input_price > 0
+    assert (listed.candidate.input_price, listed.candidate.output_price) == (catalogue.input_price,
+                                                                             catalogue.output_price)
     assert (house.candidate.input_price, house.candidate.output_price) == (0.3, 0.6)
 
 
