@@ -29,6 +29,7 @@ from api.errors import (
 )
 from api.launcher import TRAIN_CUSTOM_ROUTER, FlowLauncher, why_not_queued
 from api.offload import off_loop
+from api.schemas.common import readable
 from api.schemas.model_select import LLMProvider
 from api.schemas.router_training import TrainCustomRouterForm
 from api.selection.candidates import resolve
@@ -44,7 +45,7 @@ def resolve_models(raw: str, catalogue: Catalogue) -> list[dict[str, Any]]:
         raise BadRequest("llm_providers is nested too deeply; send a JSON array of {provider, model} objects",
                          code="INVALID_LLM_PROVIDERS") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BadRequest(f"llm_providers must be a JSON array of {{provider, model}} objects: {exc}",
+        raise BadRequest(f"llm_providers must be a JSON array of {{provider, model}} objects: {readable(str(exc))}",
                          code="INVALID_LLM_PROVIDERS") from None
     resolve(entries, catalogue, aggregator=False)  # refuses unknown models, naming all of them at once
     resolved, prefixes = [], {}

@@ -91,3 +91,13 @@ def test_a_tool_name_with_a_final_newline_is_refused(client, headers):
     r = client.post(SELECT, headers=headers, json={"messages": ASK, "tools": [tool],
                                                    "llm_providers": [{"provider": "openai", "model": "gpt-4o"}]})
     assert r.status_code == 400 and r.json()["error"]["code"] == "INVALID_TOOLS", r.text
+
+
+def test_router_training_refuses_a_name_with_control_characters(client, headers):
+    providers = '[{"provider": "openai", "model": "gpt-4o\\u2028"}]'
+    r = client.post("/v2/pzn/trainCustomRouter", headers=headers,
+                    files={"dataset_file": ("e.csv", b"prompt\n", "text/csv")}, data={"language": "english", "llm_providers": providers, "prompt_column": "prompt",
+                          "maximize": "true"})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == "INVALID_LLM_PROVIDERS" and "printable" in error["message"] and "regex" not in r.text
