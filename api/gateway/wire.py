@@ -26,7 +26,8 @@ class ChatRequest(msgspec.Struct):
     stream_options: dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
     # Routing: as in modelSelect; a candidate may also be written "provider/model".
-    llm_providers: Annotated[list[Union[LLMProvider, QualifiedModel]], msgspec.Meta(min_length=1, max_length=100)] | None = None
+    llm_providers: Annotated[list[Union[LLMProvider, QualifiedModel]],
+                             msgspec.Meta(min_length=1, max_length=100)] | None = None
     cost_quality_tradeoff: CostQualityTradeoff | None = None
     tradeoff: Literal["cost", "latency"] | None = None
     hash_content: bool | None = None

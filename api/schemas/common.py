@@ -18,7 +18,7 @@ Score = Annotated[float, msgspec.Meta(ge=0, le=1, description="a score on the me
 # paragraph separators (U+2028/9), zero-width and bidirectional formatting marks, the byte-order mark, and lone
 # surrogates. A name is echoed into response headers, logs and error messages, where these break the response (a
 # CR/LF or a U+2028 cannot go into a header) or disguise what is shown; any other character, non-ASCII included,
-# is a valid name (docs/api.md, "Model names"). Patterns end in \Z, never $, which also matches before a final
+# is a valid name (docs/api.md, "Errors"). Patterns end in \Z, never $, which also matches before a final
 # newline.
 NOT_IN_NAMES = "\\x00-\\x1f\\x7f-\\x9f\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ud800-\\udfff"
 NAME_MAX = 256
