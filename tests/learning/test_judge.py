@@ -103,11 +103,13 @@ def test_a_catalogue_model_declared_at_zero_is_billed_at_the_catalogues_price_an
 
     free = {**sample_row("a", shadow="acme/mine"), "candidates": [STRONG, CHEAP, "acme/mine"],
             "input_prices": [0.0, 0.0, 1.0], "output_prices": [0.0, 0.0, 2.0]}
-    grade([free], STRONG, replying(Ledger("judge-traffic:p1", "alice", "org", ceiling_usd=1.0)), catalogue,
-          lambda: 0.0)
-    assert billed == [(STRONG, (gpt4o.input_price, gpt4o.output_price)),
-                      ("acme/mine", (1.0, 2.0)),  # the shadow: a custom model the catalogue lacks
-                      (STRONG, (gpt4o.input_price, gpt4o.output_price))]
+    free_shadow = {**free, "session_id": "b", "shadow_model": CHEAP}
+    grade([free, free_shadow], STRONG, replying(Ledger("judge-traffic:p1", "alice", "org", ceiling_usd=1.0)),
+          catalogue, lambda: 0.0)
+    mini = catalogue.get("openai", "gpt-4o-mini")
+    judge = (STRONG, (gpt4o.input_price, gpt4o.output_price))
+    assert billed == [judge, ("acme/mine", (1.0, 2.0)), judge,  # a shadow the catalogue lacks: its declared prices
+                      judge, (CHEAP, (mini.input_price, mini.output_price)), judge]  # a shadow it lists: its prices
     billed.clear()
     ledger = Ledger("judge-traffic:p1", "alice", "org", ceiling_usd=0.0001)
     batch = grade([free] + [sample_row(f"s{i}") for i in range(40)], STRONG, replying(ledger), catalogue,
