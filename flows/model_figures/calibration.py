@@ -3,7 +3,8 @@
 Caps (SWITCHBOARD_ONBOARD_MAX_CALLS, SWITCHBOARD_ONBOARD_MAX_COST_USD): at most `max_calls` questions, and a question
 is asked only if the spend so far, plus the worst case of every call in flight and of this one (its prompt at 3
 characters a token, the whole output-token cap), stays within `max_cost_usd`; so the cap holds whatever the replies
-cost. A question the provider refuses (an error after its retries) is not graded; many refusals end the run.
+cost. A question the provider refuses (a 400: a content filter, a prompt it cannot take) is not graded; a run whose
+first MAX_REFUSALS questions are all refused ends.
 Accuracy per benchmark comes with its 95 % Wilson interval (api/model_figures/measured.py); a benchmark with fewer
 than MIN_ASKED graded answers gives no figure (its interval would say little)."""
 
@@ -18,7 +19,7 @@ from api.model_figures.measured import MeasuredFigure, measured
 from flows.model_figures.suite import KINDS, Item, graded
 
 MIN_ASKED = 10
-MAX_REFUSALS = 10  # refusals in all before a run gives up, when they are also more than the answers
+MAX_REFUSALS = 10  # refusals before a run that has no answer at all gives up (the model cannot take the suite)
 CHARS_PER_TOKEN_WORST = 3.0
 
 
@@ -75,8 +76,8 @@ def _record(result: Calibration, item: Item, future: Future) -> None:
         reply = future.result()
     except Refused:
         result.refusals += 1
-        if result.refusals >= MAX_REFUSALS and result.refusals > result.calls:
-            result.stopped = result.stopped or "provider error: most questions were refused"
+        if result.refusals >= MAX_REFUSALS and result.calls == 0:
+            result.stopped = result.stopped or "provider error: every question was refused"
         return
     except Exception as exc:
         result.stopped = result.stopped or f"provider error: {type(exc).__name__}"
