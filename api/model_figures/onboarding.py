@@ -56,7 +56,7 @@ class OnboardingService:
         """Refuse what could only fail or waste money: a model with figures already, one this service cannot
         call, one without prices (its spend could not be capped)."""
         router = self.figures.router_for(user.organization_id)
-        if not no_evidence(router, [Candidate(provider, model)]):
+        if not no_evidence(router, [Candidate(provider, model, 0.0, 0.0)]):
             raise ValidationFailed(f"{provider}/{model} already has figures the router uses; nothing to measure",
                                    code="MODEL_HAS_FIGURES", details={"model": f"{provider}/{model}"})
         optimize = self.settings.optimize or OptimizeSettings()
@@ -75,6 +75,11 @@ class OnboardingService:
                     output_price: float | None = None) -> tuple[OnboardingRun, bool]:
         """(the run, whether it was created now): an organization's model is onboarded once."""
         provider, model = provider.strip().lower(), model.strip()
+        if self.prices(provider, model, input_price, output_price) is None:  # asked again, without the prices?
+            existing = [r for r in self.figures.runs_for(user.organization_id) if r.status != "failed"
+                        and (r.organization_id, r.provider, r.model) == (user.organization_id, provider, model)]
+            if existing:
+                return existing[-1], False
         prices = self.check(user, provider, model, input_price, output_price)
         started = await off_loop(self.store.model_figures.start_onboarding, user.organization_id, user.user_id,
                                  provider, model, prices[0], prices[1])
