@@ -41,7 +41,7 @@ from benchmarks.default_router_unseen import sample
 from benchmarks.default_router_unseen_pools import load_source, pools_of, price_of
 from flows.model_figures.calibration import Refused, calibrate
 from flows.model_figures.suite import load_suite
-from tests.support.calibrated_models import reply
+from tests.support.calibrated_models import outcomes, reply, true_accuracy
 
 ORGANIZATION = "bench"
 HEADER = "x-switchboard-no-evidence"
@@ -142,10 +142,36 @@ def measure_pool(k: int, pool: list[str], prompts: list[str], work: Path) -> tup
     return before, after, spend
 
 
+def interval_coverage() -> tuple[int, int, list[str]]:
+    """(intervals holding the true accuracy, intervals, the misses) over every shared-data model and benchmark of the
+    suite it has results on, the suite asked whole (no cost cap)."""
+    inside, checked, misses = 0, 0, []
+    for model in outcomes():
+        def ask(item, model=model) -> str:
+            answer = reply(model, item)
+            if answer is None:
+                raise Refused("no result")
+            return answer
+
+        result = calibrate(load_suite(), ask, prices=(0.0, 0.0), max_tokens=1024, max_calls=300, max_cost_usd=1.0,
+                           spent=lambda: 0.0, threads=1)
+        for f in result.figures():
+            truth = 100 * true_accuracy(model, f.benchmark)
+            checked += 1
+            if f.low <= truth <= f.high:
+                inside += 1
+            else:
+                misses.append(f"{model} {f.benchmark} {f.score:.0f} [{f.low:.1f}, {f.high:.1f}] true {truth:.1f}")
+    return inside, checked, misses
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=300, help="prompts routed per pool (a fixed spread)")
     args = parser.parse_args(argv)
+    inside, checked, misses = interval_coverage()
+    print(f"{len(outcomes())} shared-data models: {inside} of {checked} measured 95 % intervals "
+          f"({100 * inside / checked:.1f} %) hold the true accuracy on the whole file; misses: {'; '.join(misses)}")
     prompts, models, results = combined()
     work = Path(tempfile.mkdtemp(prefix="onboarding-pool-"))
     started = time.monotonic()
