@@ -46,6 +46,7 @@ class LiveFigures:
         self._served = _Served((None, ()), router)
         self._lock = threading.Lock()  # one reload at a time; readers never wait
         self.listeners: list[Callable[[DefaultRouter], None]] = []  # told the router everyone is now served
+        self._no_evidence: dict[tuple, tuple[DefaultRouter, tuple[str, ...]]] = {}
 
     def attach(self) -> "LiveFigures":
         self.store.subscribe(self._changed, resync=self.reload)
@@ -104,6 +105,17 @@ class LiveFigures:
     def router_for(self, organization_id: str | None) -> DefaultRouter:
         served = self._served
         return served.by_organization.get(organization_id or "", served.everyone)
+
+    def no_evidence(self, router: DefaultRouter, candidates: Sequence[Candidate]) -> tuple[str, ...]:
+        """no_evidence() memoised per router and candidate set (callers send the same list again and again; the
+        hot path pays a dictionary look-up). Routers are replaced, never changed, when figures change."""
+        key = (id(router), tuple((c.provider, c.model) for c in candidates))
+        found = self._no_evidence.get(key)
+        if found is None or found[0] is not router:
+            if len(self._no_evidence) > 10_000:  # candidate sets are caller-defined: keep memory bounded
+                self._no_evidence.clear()
+            found = self._no_evidence[key] = (router, no_evidence(router, candidates))
+        return found[1]
 
     def runs_for(self, organization_id: str | None) -> tuple[OnboardingRun, ...]:
         """The organization's onboarding runs and every published one (what GET /v2/models shows it)."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from api.catalogue import Catalogue
 from api.errors import BadRequest, NotFound
-from api.model_figures.live import LiveFigures, no_evidence
+from api.model_figures.live import LiveFigures
 from api.routing import policy
 from api.routing.dial import TrafficDial
 from api.routing.features import Featurizer, QueryFeatures
@@ -316,7 +316,7 @@ class SelectionService:
                          tuple(candidates[i] for i in ranking), tuple(decision.quality[ranking].tolist()),
                          tuple(decision.utility[ranking].tolist()),
                          prompt_tokens, opts.hash_content, sticky=kept is not None,
-                         no_evidence=no_evidence(default, plain) if self.figures is not None and router is default
+                         no_evidence=self.figures.no_evidence(default, plain) if self.figures is not None and router is default
                          else ())
 
     def embedding(self, features: QueryFeatures) -> np.ndarray:
