@@ -5,6 +5,7 @@ worker reloads the (small) figures and swaps them in through the change feed (ap
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 from storage.model_figure_records import MODEL_FIGURES_SUBJECT, OPEN_STATUSES, FigureSet, OnboardingRun, \
     OnboardingStart
@@ -12,6 +13,16 @@ from storage.sql import SqlDatabase, now
 
 _RUN_COLS = ("run_id, organization_id, user_id, provider, model, input_price, output_price, status, created_at,"
              " updated_at, flow_run_id, calls, cost_usd, figures, error, published")
+
+
+# An open run untouched this long lost its flow run (its worker died before it could fail the run): a new start
+# replaces it. Far above a real run's length (300 questions, 4 at a time, a minute each at worst: 75 minutes).
+ABANDONED_AFTER = timedelta(hours=6)
+
+
+def _abandoned(row: tuple) -> bool:
+    status, updated_at = row[7], row[9]
+    return status in OPEN_STATUSES and now() - updated_at > ABANDONED_AFTER
 
 
 def _onboarding_lock(organization_id: str, provider: str, model: str) -> str:
@@ -43,14 +54,14 @@ class ModelFiguresRepository:
     def start_onboarding(self, organization_id: str, user_id: str, provider: str, model: str, input_price: float,
                          output_price: float, retry_failed: bool = True) -> OnboardingStart:
         """A `queued` run for the organization's model, or the run it already has (one open or completed run per
-        organization and model: figures are measured once). After a failed run a new one starts when
-        `retry_failed`; the failed one stays as a record."""
+        organization and model: figures are measured once). After a failed run, or one abandoned open for
+        ABANDONED_AFTER, a new one starts when `retry_failed`; the old one stays as a record."""
         with self._db.transaction():
             self._db.serialize(_onboarding_lock(organization_id, provider, model))
             found = self._db.rows(f"SELECT {_RUN_COLS} FROM model_onboarding WHERE organization_id = ? AND"
                                   " provider = ? AND model = ? ORDER BY created_at DESC LIMIT 1",
                                   [organization_id, provider, model])
-            if found and not (retry_failed and found[0][7] == "failed"):
+            if found and not (retry_failed and (found[0][7] == "failed" or _abandoned(found[0]))):
                 return OnboardingStart(OnboardingRun(*found[0]), created=False)
             run_id, stamp = str(uuid.uuid4()), now()
             self._db.run(f"INSERT INTO model_onboarding ({_RUN_COLS}) VALUES"

@@ -40,3 +40,18 @@ def test_figure_sets_and_onboarding_runs(store):
     assert [r.status for r in figures.onboardings("globex")] == ["failed", "queued"]
     assert len(figures.onboardings()) == 3 and figures.onboarding("no-such-run") is None
     assert heard and set(heard) == {MODEL_FIGURES_SUBJECT}
+
+
+def test_an_onboarding_run_abandoned_open_is_replaced_by_a_new_start(store):
+    from datetime import timedelta
+
+    from storage.repositories.model_figures import ABANDONED_AFTER
+    from storage.sql import now
+
+    run = store.model_figures.start_onboarding("acme", "alice", "hosted", "m-1", 0.2, 0.6).run
+    store.model_figures.begin_onboarding(run.run_id)
+    assert not store.model_figures.start_onboarding("acme", "alice", "hosted", "m-1", 0.2, 0.6).created
+    store.database.run("UPDATE model_onboarding SET updated_at = ? WHERE run_id = ?",
+                       [now() - ABANDONED_AFTER - timedelta(minutes=1), run.run_id])
+    again = store.model_figures.start_onboarding("acme", "alice", "hosted", "m-1", 0.2, 0.6)
+    assert again.created and again.run.run_id != run.run_id
