@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -32,18 +32,20 @@ EVIDENCE_SOURCES = ("prior", "family")  # a model's own figures, or a snapshot's
 
 @dataclass(frozen=True)
 class _Served:
-    fingerprint: tuple
+    fingerprint: tuple  # ((set id, published run ids), {organization: its measured run ids})
     everyone: DefaultRouter
     by_organization: dict[str, DefaultRouter] = field(default_factory=dict)
     runs: dict[str, tuple[OnboardingRun, ...]] = field(default_factory=dict)  # organization -> its runs
     published: tuple[OnboardingRun, ...] = ()
     figure_set: str | None = None  # id of the refreshed set served; None: the file
+    base: list[FigureRow] = field(default_factory=list)  # the set's rows, or the file's
+    shared: list[FigureRow] = field(default_factory=list)  # published runs' rows
 
 
 class LiveFigures:
     def __init__(self, store, router: DefaultRouter, file_rows: list[FigureRow]) -> None:
         self.store, self._loaded, self._file_rows = store, router, file_rows
-        self._served = _Served((None, ()), router)
+        self._served = _Served(((None, ()), {}), router, base=file_rows)
         self._lock = threading.Lock()  # one reload at a time; readers never wait
         self.listeners: list[Callable[[DefaultRouter], None]] = []  # told the router everyone is now served
         self._no_evidence: dict[tuple, tuple[DefaultRouter, tuple[str, ...]]] = {}
@@ -57,42 +59,55 @@ class LiveFigures:
             self.reload()
 
     def reload(self) -> "LiveFigures":
+        """Rebuild what changed: everyone's router when the figure set or a published run changed (then every
+        organization's too), else only the routers of organizations whose own measured runs changed."""
         with self._lock:
-            figure_set = self.store.model_figures.live_figure_set()
+            served = self._served
+            set_id = self.store.model_figures.live_figure_set_id()
             runs = self.store.model_figures.onboardings()
             measured = [r for r in runs if r.status == "completed" and r.figures]
-            fingerprint = (figure_set.set_id if figure_set else None,
-                           tuple((r.run_id, r.published) for r in measured))
-            if fingerprint == self._served.fingerprint:
-                self._served = _Served(fingerprint, self._served.everyone, self._served.by_organization,
-                                       _by_organization(runs), self._served.published, self._served.figure_set)
-                return self
-            base = self._file_rows
-            if figure_set is not None:
-                try:
-                    base = parse_figures(figure_set.content)
-                except InvalidFigures as exc:  # checked when stored; only a code change can make it fail now
-                    log.error("the stored figure set %s no longer reads (%s): serving the file's figures",
-                              figure_set.set_id, exc)
             published = [r for r in measured if r.published]
-            shared = [row for r in published for row in _rows(r)]
-            like = self._loaded.prior
-            everyone = self._loaded if figure_set is None and not shared else \
-                self._loaded.with_prior(prior_with(base, shared, like))
-            private: dict[str, list[FigureRow]] = {}
+            shared_key = (set_id, tuple(r.run_id for r in published))
+            private: dict[str, list[OnboardingRun]] = {}
             for r in measured:
                 if not r.published:
-                    private.setdefault(r.organization_id, []).extend(_rows(r))
-            by_organization = {org: self._loaded.with_prior(prior_with(base, shared + rows, like))
-                               for org, rows in private.items()}
-            self._served = _Served(fingerprint, everyone, by_organization, _by_organization(runs),
-                                   tuple(published), figure_set.set_id if figure_set else None)
+                    private.setdefault(r.organization_id, []).append(r)
+            fingerprint = (shared_key, {org: tuple(r.run_id for r in rs) for org, rs in private.items()})
+            if fingerprint == served.fingerprint:
+                self._served = replace(served, runs=_by_organization(runs))
+                return self
+            if shared_key != served.fingerprint[0]:
+                base = self._base_rows(set_id)
+                shared = [row for r in published for row in _rows(r)]
+                everyone = self._loaded if set_id is None and not shared else \
+                    self._loaded.with_prior(prior_with(base, shared, self._loaded.prior))
+                kept: dict[str, DefaultRouter] = {}
+            else:
+                base, shared, everyone = served.base, served.shared, served.everyone
+                kept = {org: router for org, router in served.by_organization.items()
+                        if served.fingerprint[1].get(org) == fingerprint[1].get(org)}
+            by_organization = {org: kept.get(org) or self._loaded.with_prior(
+                prior_with(base, shared + [row for r in rs for row in _rows(r)], self._loaded.prior))
+                for org, rs in private.items()}
+            self._served = _Served(fingerprint, everyone, by_organization, _by_organization(runs), tuple(published),
+                                   set_id, base, shared)
         for listener in self.listeners:
             listener(everyone)
         log.info("model figures reloaded: %s, %d published and %d private onboarded models",
-                 f"set {figure_set.set_id}" if figure_set else "the file", len(published),
-                 sum(len(v) for v in private.values()))
+                 f"set {set_id}" if set_id else "the file", len(published), sum(len(v) for v in private.values()))
         return self
+
+    def _base_rows(self, set_id: str | None) -> list[FigureRow]:
+        if set_id is None:
+            return self._file_rows
+        figure_set = self.store.model_figures.live_figure_set()
+        if figure_set is None:  # removed meanwhile (a restore): the file's
+            return self._file_rows
+        try:
+            return parse_figures(figure_set.content)
+        except InvalidFigures as exc:  # checked when stored; only a code change can make it fail now
+            log.error("the stored figure set %s no longer reads (%s): serving the file's figures", set_id, exc)
+            return self._file_rows
 
     @property
     def everyone(self) -> DefaultRouter:

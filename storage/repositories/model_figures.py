@@ -45,6 +45,11 @@ class ModelFiguresRepository:
                              " WHERE set_id = ?", [set_id])
         return FigureSet(*rows[0])
 
+    def live_figure_set_id(self) -> str | None:
+        """The serving set's id alone: what a worker compares before it fetches a whole set."""
+        rows = self._db.rows("SELECT set_id FROM model_figure_sets ORDER BY created_at DESC, set_id LIMIT 1")
+        return rows[0][0] if rows else None
+
     def live_figure_set(self) -> FigureSet | None:
         rows = self._db.rows("SELECT set_id, created_at, source, row_count, content FROM model_figure_sets"
                              " ORDER BY created_at DESC, set_id LIMIT 1")
