@@ -1,16 +1,17 @@
 """Pools whose models have no figures, before and after onboarding them, at cost_quality_tradeoff 0, through the API.
 
-    .venv/bin/python -m benchmarks.onboarding_pool [--prompts 300]
+    .venv/bin/python -m benchmarks.onboarding_pool [--prompts 300] [--groups zeroeval,mmlu_pro]
 
-Models: every ZeroEval run with results on both CRUX and MATH level 5 (../shared/data/zeroeval, data card there),
-dealt into pools of about 9 by benchmarks/default_router_unseen_pools.py's fixed rule (sorted by name, pool k = every
+Models: every ZeroEval run with results on both CRUX and MATH level 5 (group zeroeval; ../shared/data/zeroeval, data
+card there), and every MMLU-Pro run (group mmlu_pro: knowledge prompts; ../shared/data/mmlu_pro), each group dealt
+into pools of about 9 by benchmarks/default_router_unseen_pools.py's fixed rule (sorted by name, pool k = every
 n-th from the k-th), named as custom models (provider 'huggingface', the model as in the data) at that benchmark's
 list prices (price_of). Each pool is served by an API of its own whose figures file has every row of the pool's models
 removed (at the loosest level of api/routing/model_names.py, so no snapshot or sibling figure is left either; the
 other pools' models keep theirs, as public models would): the router has no evidence for any pool model, as the
 x-switchboard-no-evidence header confirms.
 
-Prompts: the CRUX and MATH-L5 questions every pool model answered, minus the calibration suite's
+Prompts: the group's questions every model of the group answered, minus the calibration suite's
 (datasets/calibration/), a fixed spread of --prompts of them per pool. Accuracy of a choice: the chosen model's real
 0/1 result. "best" is the pool's best single model on those prompts.
 
@@ -41,7 +42,7 @@ from benchmarks.default_router_unseen import sample
 from benchmarks.default_router_unseen_pools import load_source, pools_of, price_of
 from flows.model_figures.calibration import Refused, calibrate
 from flows.model_figures.suite import load_suite
-from tests.support.calibrated_models import outcomes, reply, true_accuracy
+from tests.support.calibrated_models import canonical, outcomes, reply, true_accuracy
 
 ORGANIZATION = "bench"
 HEADER = "x-switchboard-no-evidence"
@@ -61,11 +62,15 @@ def masked_models(models: list[str], out: Path) -> Path:
     return out
 
 
-def combined() -> tuple[list[str], list[str], np.ndarray]:
-    """(prompts, models, results) of CRUX and MATH-L5 for the models with both, without the calibration suite."""
+GROUPS = {"zeroeval": ("crux", "math_l5"), "mmlu_pro": ("mmlu_pro",)}
+
+
+def combined(sources: tuple[str, ...]) -> tuple[list[str], list[str], np.ndarray]:
+    """(prompts, models, results) of the sources for the models with results on all of them, without the
+    calibration suite's questions."""
     suite = {item.prompt for item in load_suite()}
-    parts = [load_source(source) for source in ("crux", "math_l5")]
-    models = sorted(set(parts[0][1]) & set(parts[1][1]), key=str.lower)
+    parts = [load_source(source) for source in sources]
+    models = sorted(set.intersection(*(set(part[1]) for part in parts)), key=str.lower)
     prompts, rows = [], []
     for source_prompts, source_models, results in parts:
         columns = [source_models.index(m) for m in models]
@@ -77,22 +82,22 @@ def combined() -> tuple[list[str], list[str], np.ndarray]:
 
 
 def route(client, headers: dict, prompts: list[str], pool: list[str]) -> tuple[np.ndarray, int]:
-    """(index into `pool` of the model chosen for each prompt at t = 0, requests naming every pool model in the
-    no-evidence header)."""
+    """(index into `pool` of the model chosen for each prompt at t = 0, how many pool models the no-evidence header
+    named)."""
     candidates = []
     for m in pool:
         inp, out = price_of(m)
         candidates.append({"provider": "huggingface", "model": m, "is_custom": True, "context_length": 32768,
                            "input_price": inp, "output_price": out, "latency": 1.0})
-    chosen, unknown = [], 0
+    chosen, unknown = [], set()
     for prompt in prompts:
         r = client.post("/v2/modelRouter/modelSelect", headers=headers, json={
             "messages": [{"role": "user", "content": prompt}], "llm_providers": candidates,
             "cost_quality_tradeoff": 0})
         assert r.status_code == 200, r.text
         chosen.append(pool.index(r.json()["providers"][0]["model"]))
-        unknown += len(r.headers.get(HEADER, "").split(",")) == len(pool)
-    return np.array(chosen), unknown
+        unknown.update(name for name in r.headers.get(HEADER, "").split(",") if name)
+    return np.array(chosen), len(unknown)
 
 
 def onboard(store, model: str) -> tuple[int, float]:
@@ -105,7 +110,7 @@ def onboard(store, model: str) -> tuple[int, float]:
     spent = [0.0]
 
     def ask(item) -> str:
-        answer = reply(model, item)
+        answer = reply(canonical(model), item)
         if answer is None:
             raise Refused("no result")
         tokens_in = sum(len(m["content"]) for m in item.messages()) // 4 + 1
@@ -124,6 +129,7 @@ def onboard(store, model: str) -> tuple[int, float]:
 def measure_pool(k: int, pool: list[str], prompts: list[str], work: Path) -> tuple[tuple, tuple, dict]:
     """((choices, no-evidence count) before, the same after, model -> (calls, USD)) of one pool, on an API whose
     figures leave the pool's models out."""
+    work.mkdir(parents=True, exist_ok=True)
     os.environ.update(SWITCHBOARD_DATA_DIR=str(work / f"data-{k}"), SWITCHBOARD_ONBOARD_AUTO="false",
                       SWITCHBOARD_MODEL_FIGURES=str(masked_models(pool, work / f"figures-{k}.csv")))
     # lazy: the app reads the environment set just above (docs/architecture.md, rule 7)
@@ -168,19 +174,26 @@ def interval_coverage() -> tuple[int, int, list[str]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=300, help="prompts routed per pool (a fixed spread)")
+    parser.add_argument("--groups", default="zeroeval,mmlu_pro", help="zeroeval (CRUX + MATH-L5), mmlu_pro")
     args = parser.parse_args(argv)
     inside, checked, misses = interval_coverage()
     print(f"{len(outcomes())} shared-data models: {inside} of {checked} measured 95 % intervals "
           f"({100 * inside / checked:.1f} %) hold the true accuracy on the whole file; misses: {'; '.join(misses)}")
-    prompts, models, results = combined()
     work = Path(tempfile.mkdtemp(prefix="onboarding-pool-"))
+    for group in args.groups.split(","):
+        route_group(group, args.prompts, work)
+
+
+def route_group(group: str, limit: int, work: Path) -> None:
+    prompts, models, results = combined(GROUPS[group])
     started = time.monotonic()
     pools = pools_of(models)
-    rows = sample(len(prompts), args.prompts)
-    measured = [measure_pool(k, pool, [prompts[i] for i in rows], work) for k, pool in enumerate(pools)]
-    print(f"{len(models)} models in {len(pools)} pools, {len(rows)} prompts each (CRUX + MATH-L5 outside the "
-          f"calibration suite), t = 0; {time.monotonic() - started:.0f} s")
-    print("pool | best single model | best | before | after | no-evidence before / after | max calls | max $")
+    rows = sample(len(prompts), limit)
+    measured = [measure_pool(k, pool, [prompts[i] for i in rows], work / group) for k, pool in enumerate(pools)]
+    print(f"{group}: {len(models)} models in {len(pools)} pools, {len(rows)} prompts each ({', '.join(GROUPS[group])}"
+          f" outside the calibration suite), t = 0; {time.monotonic() - started:.0f} s")
+    print("pool | best single model | best | before | after | models without evidence before / after | max calls | "
+          "max $ | most chosen after")
     gaps_before, gaps_after = [], []
     for k, (pool, (before, after, spend)) in enumerate(zip(pools, measured)):
         quality = results[np.ix_(rows, [models.index(m) for m in pool])]
@@ -189,8 +202,9 @@ def main(argv: list[str] | None = None) -> None:
         gaps_before.append(quality[:, best].mean() - acc[0])
         gaps_after.append(quality[:, best].mean() - acc[1])
         print(f"{k} | {pool[best]} | {quality[:, best].mean():.3f} | {acc[0]:.3f} | {acc[1]:.3f} | "
-              f"{before[1]}/{len(rows)} / {after[1]}/{len(rows)} | {max(c for c, _ in spend.values())} | "
-              f"{max(usd for _, usd in spend.values()):.4f}")
+              f"{before[1]} / {after[1]} of {len(pool)} | {max(c for c, _ in spend.values())} | "
+              f"{max(usd for _, usd in spend.values()):.4f} | {pool[int(np.bincount(after[0]).argmax())]} "
+              f"({np.bincount(after[0]).max() / len(rows):.0%})")
     print(f"mean gap to the pool's best: before {100 * np.mean(gaps_before):.1f} points, after "
           f"{100 * np.mean(gaps_after):.1f} points; worst pool after {100 * max(gaps_after):.1f} points")
 
