@@ -8,13 +8,16 @@ capability.prior_with), built when the store says something changed, never on th
 MODEL_FIGURES_SUBJECT on the store's change feed (docs/architecture.md, "One owner of the DuckDB file"), and after an
 owner restart or a gap the feed's resync reloads everything, as for custom routers and preferences. A request reads
 its organization's router once; one in flight when the figures change finishes with the router it started with.
+The trade-off dial scores its calibration pool with the router everyone is served (CurrentRouter) when it first
+meets a candidate set; a set it scored before a change keeps those pool scores, while the caller's own decisions,
+which replace the pool as they accumulate, carry the new figures (api/routing/dial.py).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -47,7 +50,6 @@ class LiveFigures:
         self.store, self._loaded, self._file_rows = store, router, file_rows
         self._served = _Served(((None, ()), {}), router, base=file_rows)
         self._lock = threading.Lock()  # one reload at a time; readers never wait
-        self.listeners: list[Callable[[DefaultRouter], None]] = []  # told the router everyone is now served
         self._no_evidence: dict[tuple, tuple[DefaultRouter, tuple[str, ...]]] = {}
 
     def attach(self) -> "LiveFigures":
@@ -91,8 +93,7 @@ class LiveFigures:
                 for org, rs in private.items()}
             self._served = _Served(fingerprint, everyone, by_organization, _by_organization(runs), tuple(published),
                                    set_id, base, shared)
-        for listener in self.listeners:
-            listener(everyone)
+            self._no_evidence = {}  # keyed by router: the replaced routers' entries would only pin them in memory
         log.info("model figures reloaded: %s, %d published and %d private onboarded models",
                  f"set {set_id}" if set_id else "the file", len(published), sum(len(v) for v in private.values()))
         return self
