@@ -85,8 +85,8 @@ def onboard_model(run_id: str) -> dict[str, Any]:
         events.append(get_settings().events_dir, "llm_usage", ledger.table(ledger.records))
     figures = result.figures()
     status = "completed" if figures else "failed"
-    error = result.stopped if figures else (f"too few graded answers for a figure ({result.calls}); "
-                                            f"{result.stopped or 'the call cap was reached'}")
+    error = (f"stopped early: {result.stopped}" if result.stopped else None) if figures else \
+        f"too few graded answers for a figure ({result.calls}); {result.stopped or 'the call cap was reached'}"
     _finish(run_id, status, result.calls + result.refusals, spent, encode(figures) if figures else None, error)
     summary = {"run_id": run_id, "status": status, "calls": result.calls + result.refusals, "spent_usd": spent,
                "figures": {f.benchmark: [f.score, f.low, f.high] for f in figures}, "stopped": result.stopped}
