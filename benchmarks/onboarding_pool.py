@@ -1,6 +1,6 @@
 """Pools whose models have no figures, before and after onboarding them, at cost_quality_tradeoff 0, through the API.
 
-    .venv/bin/python -m benchmarks.onboarding_pool [--prompts 300] [--groups zeroeval,mmlu_pro]
+    .venv/bin/python -m benchmarks.onboarding_pool [--prompts 300] [--groups zeroeval,mmlu_pro] [--opaque]
 
 Models: every ZeroEval run with results on both CRUX and MATH level 5 (group zeroeval; ../shared/data/zeroeval, data
 card there), and every MMLU-Pro run (group mmlu_pro: knowledge prompts; ../shared/data/mmlu_pro), each group dealt
@@ -9,7 +9,11 @@ n-th from the k-th), named as custom models (provider 'huggingface', the model a
 list prices (price_of). Each pool is served by an API of its own whose figures file has every row of the pool's models
 removed (at the loosest level of api/routing/model_names.py, so no snapshot or sibling figure is left either; the
 other pools' models keep theirs, as public models would): the router has no evidence for any pool model, as the
-x-switchboard-no-evidence header confirms.
+x-switchboard-no-evidence header confirms. Measured figures reach an axis through the lines the router fits from
+other models' figures (api/routing/capability.py), and masking a pool can take those lines' anchors with it (the
+shipped file's MMLU-Pro anchors are these very models): --opaque keeps every figure and sends the pool's models as
+model-00, model-01, ..., which the router cannot link to any figure, so the lines keep their anchors (the pool's own
+public figures among them: a milder test of the prior, a fairer one of what onboarding adds).
 
 Prompts: the group's questions every model of the group answered, minus the calibration suite's
 (datasets/calibration/), a fixed spread of --prompts of them per pool. Accuracy of a choice: the chosen model's real
@@ -81,13 +85,13 @@ def combined(sources: tuple[str, ...]) -> tuple[list[str], list[str], np.ndarray
     return prompts, models, np.array(rows)
 
 
-def route(client, headers: dict, prompts: list[str], pool: list[str]) -> tuple[np.ndarray, int]:
+def route(client, headers: dict, prompts: list[str], pool: list[str], names: list[str]) -> tuple[np.ndarray, int]:
     """(index into `pool` of the model chosen for each prompt at t = 0, how many pool models the no-evidence header
-    named)."""
+    named); the pool's models are sent under `names`."""
     candidates = []
-    for m in pool:
+    for m, name in zip(pool, names):
         inp, out = price_of(m)
-        candidates.append({"provider": "huggingface", "model": m, "is_custom": True, "context_length": 32768,
+        candidates.append({"provider": "huggingface", "model": name, "is_custom": True, "context_length": 32768,
                            "input_price": inp, "output_price": out, "latency": 1.0})
     chosen, unknown = [], set()
     for prompt in prompts:
@@ -95,13 +99,13 @@ def route(client, headers: dict, prompts: list[str], pool: list[str]) -> tuple[n
             "messages": [{"role": "user", "content": prompt}], "llm_providers": candidates,
             "cost_quality_tradeoff": 0})
         assert r.status_code == 200, r.text
-        chosen.append(pool.index(r.json()["providers"][0]["model"]))
+        chosen.append(names.index(r.json()["providers"][0]["model"]))
         unknown.update(name for name in r.headers.get(HEADER, "").split(",") if name)
     return np.array(chosen), len(unknown)
 
 
-def onboard(store, model: str) -> tuple[int, float]:
-    """Measure `model` as the onboard-model flow does and store its figures; (calls, USD)."""
+def onboard(store, model: str, name: str) -> tuple[int, float]:
+    """Measure `model`, served as `name`, as the onboard-model flow does and store its figures; (calls, USD)."""
     # lazy: the settings are read after main() pointed them at the benchmark's data dir
     from api.settings import get_settings
 
@@ -117,7 +121,7 @@ def onboard(store, model: str) -> tuple[int, float]:
         spent[0] += (tokens_in * prices[0] + (len(answer) // 4 + 1) * prices[1]) / 1e6
         return answer
 
-    run = store.model_figures.start_onboarding(ORGANIZATION, "bench", "huggingface", model, *prices).run
+    run = store.model_figures.start_onboarding(ORGANIZATION, "bench", "huggingface", name, *prices).run
     store.model_figures.begin_onboarding(run.run_id)
     result = calibrate(load_suite(), ask, prices=prices, max_tokens=1024, max_calls=settings.onboard_max_calls,
                        max_cost_usd=settings.onboard_max_cost_usd, spent=lambda: spent[0], threads=1)
@@ -126,12 +130,14 @@ def onboard(store, model: str) -> tuple[int, float]:
     return result.calls + result.refusals, spent[0]
 
 
-def measure_pool(k: int, pool: list[str], prompts: list[str], work: Path) -> tuple[tuple, tuple, dict]:
+def measure_pool(k: int, pool: list[str], prompts: list[str], work: Path, opaque: bool) -> tuple[tuple, tuple, dict]:
     """((choices, no-evidence count) before, the same after, model -> (calls, USD)) of one pool, on an API whose
-    figures leave the pool's models out."""
+    figures leave the pool's models out (opaque: that keeps every figure, the pool's models named model-00, ...)."""
     work.mkdir(parents=True, exist_ok=True)
+    names = [f"model-{i:02d}" for i in range(len(pool))] if opaque else list(pool)
+    figures = DEFAULT_PRIOR_PATH if opaque else masked_models(pool, work / f"figures-{k}.csv")
     os.environ.update(SWITCHBOARD_DATA_DIR=str(work / f"data-{k}"), SWITCHBOARD_ONBOARD_AUTO="false",
-                      SWITCHBOARD_MODEL_FIGURES=str(masked_models(pool, work / f"figures-{k}.csv")))
+                      SWITCHBOARD_MODEL_FIGURES=str(figures))
     # lazy: the app reads the environment set just above (docs/architecture.md, rule 7)
     from litestar.testing import TestClient
 
@@ -142,9 +148,9 @@ def measure_pool(k: int, pool: list[str], prompts: list[str], work: Path) -> tup
     with TestClient(create_app(publish_owner=False)) as client:
         store = client.app.state.services.store
         headers = {"Authorization": f"Bearer {store.accounts.issue_key('bench', organization_id=ORGANIZATION).key}"}
-        before = route(client, headers, prompts, pool)
-        spend = {m: onboard(store, m) for m in pool}
-        after = route(client, headers, prompts, pool)
+        before = route(client, headers, prompts, pool, names)
+        spend = {m: onboard(store, m, name) for m, name in zip(pool, names)}
+        after = route(client, headers, prompts, pool, names)
     return before, after, spend
 
 
@@ -175,22 +181,24 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=300, help="prompts routed per pool (a fixed spread)")
     parser.add_argument("--groups", default="zeroeval,mmlu_pro", help="zeroeval (CRUX + MATH-L5), mmlu_pro")
+    parser.add_argument("--opaque", action="store_true", help="keep every figure and name the pool's models "
+                                                              "model-00, ... instead (the module docstring)")
     args = parser.parse_args(argv)
     inside, checked, misses = interval_coverage()
     print(f"{len(outcomes())} shared-data models: {inside} of {checked} measured 95 % intervals "
           f"({100 * inside / checked:.1f} %) hold the true accuracy on the whole file; misses: {'; '.join(misses)}")
     work = Path(tempfile.mkdtemp(prefix="onboarding-pool-"))
     for group in args.groups.split(","):
-        route_group(group, args.prompts, work)
+        route_group(group, args.prompts, work, args.opaque)
 
 
-def route_group(group: str, limit: int, work: Path) -> None:
+def route_group(group: str, limit: int, work: Path, opaque: bool) -> None:
     prompts, models, results = combined(GROUPS[group])
     started = time.monotonic()
     pools = pools_of(models)
     rows = sample(len(prompts), limit)
-    measured = [measure_pool(k, pool, [prompts[i] for i in rows], work / group) for k, pool in enumerate(pools)]
-    print(f"{group}: {len(models)} models in {len(pools)} pools, {len(rows)} prompts each ({', '.join(GROUPS[group])}"
+    measured = [measure_pool(k, pool, [prompts[i] for i in rows], work / group, opaque) for k, pool in enumerate(pools)]
+    print(f"{group}{' (opaque names)' if opaque else ''}: {len(models)} models in {len(pools)} pools, {len(rows)} prompts each ({', '.join(GROUPS[group])}"
           f" outside the calibration suite), t = 0; {time.monotonic() - started:.0f} s")
     print("pool | best single model | best | before | after | models without evidence before / after | max calls | "
           "max $ | most chosen after")
