@@ -61,7 +61,7 @@ def ask_suite(run: Any) -> tuple[Calibration, Any]:
     return result, ledger
 
 
-@flow(name="onboard-model", log_prints=True, flow_run_name=lambda: "onboard-model")
+@flow(name="onboard-model", log_prints=True, flow_run_name="onboard-model {run_id}")
 def onboard_model(run_id: str) -> dict[str, Any]:
     logger = get_run_logger()
     store = connect()
