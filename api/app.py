@@ -19,6 +19,7 @@ from api.controllers.health import ready
 from api.controllers.internal import OWNER_ROUTES
 from api.controllers.model_select import model_select
 from api.controllers.models import list_models
+from api.controllers.onboarding import ONBOARDING_ROUTES
 from api.controllers.preferences import PreferenceController
 from api.controllers.prompts import PromptOptimizationController
 from api.controllers.router_training import train_custom_router
@@ -82,7 +83,8 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     train_custom_router.request_max_body_size = settings.upload_max_bytes + 256 * 1024
     app = Litestar(
         route_handlers=[ready, list_models, PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
-                        train_custom_router, PromptOptimizationController, chat_completions, list_routing_models],
+                        train_custom_router, PromptOptimizationController, chat_completions, list_routing_models,
+                        *ONBOARDING_ROUTES],
         lifespan=[lifespan],
         dependencies={"owner": Provide(provide_owner, sync_to_thread=False),
                       "readiness": component("readiness"),

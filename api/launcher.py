@@ -10,9 +10,9 @@ from typing import Any, Protocol
 
 from api.public_errors import public_reason
 from flows import prefect_api
-from flows.prefect_api import OPTIMIZE_PROMPT, TRAIN_CUSTOM_ROUTER
+from flows.prefect_api import ONBOARD_MODEL, OPTIMIZE_PROMPT, TRAIN_CUSTOM_ROUTER
 
-__all__ = ["FlowLauncher", "OPTIMIZE_PROMPT", "PrefectLauncher", "TRAIN_CUSTOM_ROUTER"]
+__all__ = ["FlowLauncher", "ONBOARD_MODEL", "OPTIMIZE_PROMPT", "PrefectLauncher", "TRAIN_CUSTOM_ROUTER"]
 log = logging.getLogger("switchboard.api")
 
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from api.launcher import OPTIMIZE_PROMPT, TRAIN_CUSTOM_ROUTER
+from api.launcher import ONBOARD_MODEL, OPTIMIZE_PROMPT, TRAIN_CUSTOM_ROUTER
 from api.offload import off_loop
 from api.settings import basic_auth
 from storage.interfaces import Store
 
-TRIGGERED_DEPLOYMENTS = (TRAIN_CUSTOM_ROUTER, OPTIMIZE_PROMPT)
+TRIGGERED_DEPLOYMENTS = (TRAIN_CUSTOM_ROUTER, OPTIMIZE_PROMPT, ONBOARD_MODEL)
 CACHE_S = 2.0
 
 

@@ -9,6 +9,8 @@ from api.auth import Authenticator
 from api.custom_router.registry import CustomRouterRegistry
 from api.custom_router.submission import RouterTrainingService
 from api.gateway.service import GatewayService
+from api.model_figures.live import LiveFigures
+from api.model_figures.onboarding import OnboardingService
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
 from api.readiness import Readiness
@@ -34,3 +36,5 @@ class Services:
     prompt_optimization: PromptOptimizationService
     readiness: Readiness
     gateway: GatewayService
+    figures: LiveFigures  # refreshed and onboarded figures, per organization (api/model_figures/live.py)
+    onboarding: OnboardingService

@@ -130,6 +130,16 @@ class Settings:
     gateway_connect_timeout_s: float = 5.0
     gateway_first_byte_timeout_s: float = 60.0
     gateway_sticky_margin: float = 0.05
+    # Model figures without a release (docs/api.md, "Model figures and onboarding"): the URL or file the
+    # refresh-model-figures flow reads (datasets/model_benchmarks.csv's format) and how often its schedule runs it
+    # (0: no schedule, the default; it still runs when triggered). Onboarding a model without figures: started
+    # automatically the first time modelSelect lists a reachable one (onboard_auto), at most onboard_max_calls
+    # questions of the calibration suite and onboard_max_cost_usd per model.
+    model_figures_source: str | None = None
+    model_figures_refresh_interval_s: int = 0
+    onboard_auto: bool = True
+    onboard_max_calls: int = 300
+    onboard_max_cost_usd: float = 0.5
 
     @property
     def layout(self) -> DataDir:
@@ -325,6 +335,12 @@ def get_settings() -> Settings:
         gateway_connect_timeout_s=max(0.001, _float("SWITCHBOARD_GATEWAY_CONNECT_TIMEOUT_S", 5.0)),
         gateway_first_byte_timeout_s=max(0.001, _float("SWITCHBOARD_GATEWAY_FIRST_BYTE_TIMEOUT_S", 60.0)),
         gateway_sticky_margin=max(0.0, _float("SWITCHBOARD_GATEWAY_STICKY_MARGIN", 0.05)),
+        model_figures_source=os.environ.get("SWITCHBOARD_MODEL_FIGURES_SOURCE") or None,
+        model_figures_refresh_interval_s=max(0, _int("SWITCHBOARD_MODEL_FIGURES_REFRESH_INTERVAL_S", 0)),
+        onboard_auto=os.environ.get("SWITCHBOARD_ONBOARD_AUTO", "true").strip().lower() not in ("0", "false", "no",
+                                                                                                  "off"),
+        onboard_max_calls=max(1, _int("SWITCHBOARD_ONBOARD_MAX_CALLS", 300)),
+        onboard_max_cost_usd=max(0.0, _float("SWITCHBOARD_ONBOARD_MAX_COST_USD", 0.5)),
     )
 
 

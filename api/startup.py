@@ -16,13 +16,16 @@ from api.gateway.calls import CallLog
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.service import GatewayService
 from api.launcher import PrefectLauncher
+from api.model_figures.live import CurrentRouter, LiveFigures
+from api.model_figures.onboarding import OnboardingService
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
 from api.rate_limit import JOBS, KEY_LOOKUP, SELECT, Limit, RateLimiter
 from api.readiness import Readiness
 from api.restart_rule import apply_restart_rule
 from api.routing.calibration_pool import pool_scorer
-from api.routing.default_router import load_default_router
+from api.routing.capability import read_figures
+from api.routing.default_router import DEFAULT_PRIOR_PATH, load_default_router
 from api.routing.dial import TrafficDial
 from api.selection.feedback import FeedbackService
 from api.selection.learned import LearnedCorrections
@@ -47,15 +50,18 @@ def build_services(settings: Settings, store: Store) -> Services:
     if store.owns_file:
         apply_restart_rule(store)
     router = load_default_router(settings.default_router_dir, settings.model_figures_path)
+    # Refreshed and onboarded figures swap in on every worker through the change feed (api/model_figures/live.py).
+    figures = LiveFigures(store, router, read_figures(settings.model_figures_path or DEFAULT_PRIOR_PATH)).attach()
     sessions = SessionLog(settings.events_dir, settings.session_flush_seconds).start()
     memory = FeedbackMemory()
     catalogue = load_catalogue()
     registry, training = custom_router_services(settings, store, catalogue, router.featurizer)
     preference_cache = PreferenceCache(store, settings.preference_cache_seconds).attach()
-    dial = TrafficDial(pool_scorer(router, router.featurizer)).start()
+    dial = TrafficDial(pool_scorer(CurrentRouter(figures), router.featurizer)).start()
     selection = SelectionService(catalogue, router.featurizer, router, preference_cache, sessions, memory, registry,
                                  dial, sticky_margin=settings.gateway_sticky_margin,
-                                 learned=LearnedCorrections(store, router.featurizer.version).attach())
+                                 learned=LearnedCorrections(store, router.featurizer.version).attach(),
+                                 figures=figures)
     feedback = FeedbackService(sessions, memory, selection)
     feedback.rebuild()
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
@@ -71,7 +77,9 @@ def build_services(settings: Settings, store: Store) -> Services:
         selection=selection, feedback=feedback, sessions=sessions,
         preferences=PreferenceService(store.preferences, store.routers, settings.layout),
         custom_routers=registry, router_training=training, prompt_optimization=runs,
-        readiness=Readiness(store, settings.prefect_api_url, settings.prefect_auth_string), gateway=gateway)
+        readiness=Readiness(store, settings.prefect_api_url, settings.prefect_auth_string), gateway=gateway,
+        figures=figures, onboarding=OnboardingService(store, catalogue, settings, PrefectLauncher("onboarding"),
+                                                      figures))
 
 
 def single_threaded_blas() -> None:

@@ -19,6 +19,8 @@ TRAIN_CUSTOM_ROUTER = "train-custom-router/train-custom-router"
 OPTIMIZE_PROMPT = "optimize-prompt/optimize-prompt"
 LEARN_FROM_TRAFFIC = "learn-from-traffic/learn-from-traffic"
 JUDGE_TRAFFIC = "judge-traffic/judge-traffic"
+ONBOARD_MODEL = "onboard-model/onboard-model"
+REFRESH_MODEL_FIGURES = "refresh-model-figures/refresh-model-figures"
 
 # Set by `switchboard serve` for the runner of its own Prefect server: before serving, the runner crashes the flow
 # runs a dead runner left behind (settle_orphaned_runs; flows/runner.py).

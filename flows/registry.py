@@ -9,6 +9,8 @@ from api.settings import get_settings
 from flows.housekeeping import housekeeping
 from flows.learning.flow import learn_from_traffic
 from flows.learning.judge import judge_traffic
+from flows.model_figures.onboard import onboard_model
+from flows.model_figures.refresh import refresh_model_figures
 from flows.optimize_prompt import optimize_prompt
 from flows.train_custom_router import train_custom_router
 from flows.train_default_router import train_default_router_flow
@@ -30,6 +32,16 @@ def deployments(**options: Any) -> list[Any]:
         judge_traffic.to_deployment(name="judge-traffic", interval=settings.judge_interval_s, concurrency_limit=1,
                                     description="Grade the gateway answers sampled for a judge (opt-in per "
                                                 "preference), within each preference's daily budget",
+                                    **options),
+        # Off unless SWITCHBOARD_MODEL_FIGURES_REFRESH_INTERVAL_S is set; always there to be triggered by hand.
+        refresh_model_figures.to_deployment(name="refresh-model-figures", concurrency_limit=1,
+                                            interval=settings.model_figures_refresh_interval_s or None,
+                                            description="Read public model figures from SWITCHBOARD_MODEL_FIGURES_"
+                                                        "SOURCE, check them and swap them in on every API worker",
+                                            **options),
+        onboard_model.to_deployment(name="onboard-model",
+                                    description="Ask a model without figures the calibration suite (within its "
+                                                "call and spend caps) and serve the measured figures",
                                     **options),
         train_custom_router.to_deployment(name="train-custom-router",
                                           description="Train a preference's custom router from an uploaded CSV",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from storage.model_figure_records import FigureSet, OnboardingRun, OnboardingStart
 from storage.optimization_records import ModelResult, OptimizationRun, OptimizationStart
 from storage.records import (
     ApiKeyInfo,
@@ -168,6 +169,35 @@ class Learning(Protocol):
         ...
 
 
+class ModelFigures(Protocol):
+    """Figures beyond the shipped file: refreshed sets (the newest serves) and onboarding runs per organization
+    (api/model_figures/). Every change notifies MODEL_FIGURES_SUBJECT."""
+
+    def store_figure_set(self, source: str, content: str, row_count: int) -> FigureSet: ...
+
+    def live_figure_set_id(self) -> str | None: ...
+
+    def live_figure_set(self) -> FigureSet | None: ...
+
+    def start_onboarding(self, organization_id: str, user_id: str, provider: str, model: str, input_price: float,
+                         output_price: float, retry_failed: bool = True) -> OnboardingStart:
+        """A queued run, or the organization's open or completed run of that model (created=False)."""
+        ...
+
+    def onboarding(self, run_id: str) -> OnboardingRun | None: ...
+
+    def onboardings(self, organization_id: str | None = None) -> list[OnboardingRun]: ...
+
+    def set_onboarding_flow_run(self, run_id: str, flow_run_id: str) -> OnboardingRun | None: ...
+
+    def begin_onboarding(self, run_id: str) -> bool: ...
+
+    def finish_onboarding(self, run_id: str, status: str, calls: int, cost_usd: float, figures: str | None,
+                          error: str | None = None) -> OnboardingRun | None: ...
+
+    def publish_onboarding(self, run_id: str, published: bool = True) -> OnboardingRun | None: ...
+
+
 class Maintenance(Protocol):
     def ping(self) -> bool:
         """True when the system of record answers a query (readiness probes)."""
@@ -207,6 +237,9 @@ class Store(Protocol):
     def maintenance(self) -> Maintenance: ...
 
     @property
+    def model_figures(self) -> ModelFigures: ...
+
+    @property
     def owns_file(self) -> bool:
         """True in the process that opened the DuckDB file, False for an RPC client."""
         ...
@@ -221,4 +254,4 @@ class Store(Protocol):
 # The RPC's map of domains: `<domain>.<method>` names a method of DOMAINS[domain].
 DOMAINS: dict[str, type] = {"accounts": Accounts, "preferences": Preferences, "jobs": Jobs, "routers": Routers,
                             "optimizations": Optimizations, "learning": Learning,
-                            "maintenance": Maintenance}
+                            "maintenance": Maintenance, "model_figures": ModelFigures}

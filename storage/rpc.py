@@ -26,6 +26,7 @@ from storage.interfaces import (
     Jobs,
     Learning,
     Maintenance,
+    ModelFigures,
     Optimizations,
     Preferences,
     Routers,
@@ -128,6 +129,7 @@ class RemoteStore:
         self.optimizations = cast(Optimizations, _client_class("optimizations")(self, "optimizations"))
         self.learning = cast(Learning, _client_class("learning")(self, "learning"))
         self.maintenance = cast(Maintenance, _client_class("maintenance")(self, "maintenance"))
+        self.model_figures = cast(ModelFigures, _client_class("model_figures")(self, "model_figures"))
 
     def _connect(self, url: str, token: str) -> httpx.Client:
         return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=self._timeout)

@@ -15,6 +15,7 @@ from storage.repositories.accounts import AccountRepository
 from storage.repositories.jobs import JobRepository
 from storage.repositories.learning import LearningRepository
 from storage.repositories.maintenance import MaintenanceRepository
+from storage.repositories.model_figures import ModelFiguresRepository
 from storage.repositories.optimizations import OptimizationRepository
 from storage.repositories.preferences import PreferenceRepository
 from storage.repositories.routers import RouterRepository
@@ -35,6 +36,7 @@ class SqlStore:
         self.optimizations = OptimizationRepository(database)
         self.learning = LearningRepository(database)
         self.maintenance = MaintenanceRepository(database)
+        self.model_figures = ModelFiguresRepository(database)
 
     def subscribe(self, listener: Callable[[str], None], resync: Callable[[], object] | None = None) -> None:
         self.database.subscribe(listener)

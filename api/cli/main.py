@@ -8,19 +8,16 @@ import os
 import sys
 from pathlib import Path
 
+from api.cli.models import add_models_commands
 from api.cli.ports import Listener, refuse_if_in_use
+from api.cli.store_access import cli_store as _store
 from api.cli.supervisor import api_argv, api_listener, serve, store_owner_argv
 from api.settings import STORE_PORT, check_data_dir, get_settings
 from storage.errors import StoreError
-from storage.interfaces import Store
-from storage.owner import live_owner, open_store
+from storage.owner import live_owner
 from storage.records import TIERS
 
 
-def _store() -> Store:
-    settings = get_settings()
-    check_data_dir(settings.data_dir)
-    return open_store(settings.db_path, settings.run_dir, database_url=settings.database_url)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -218,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        help="serve the previously promoted correction (or the router alone)")
     rollback.add_argument("preference")
     rollback.set_defaults(func=cmd_learning_rollback)
+
+    add_models_commands(sub)
 
     report = sub.add_parser("report", help="write a self-contained HTML summary of usage and routing (safe while "
                                            "the service runs)")

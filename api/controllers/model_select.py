@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import anyio
-from litestar import Request, post
+from litestar import Request, Response, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
@@ -13,6 +13,9 @@ from api.openapi_docs import error_responses
 from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse
 from api.selection.service import SelectionService
 from storage.records import User
+
+# Names the candidates the default router has no figures for (docs/api.md, "Model figures and onboarding").
+NO_EVIDENCE_HEADER = "x-switchboard-no-evidence"
 
 
 @post("/v2/modelRouter/modelSelect", operation_id="modelSelect", tags=["routing"], status_code=200,
@@ -24,8 +27,16 @@ async def model_select(
     selection: NamedDependency[SelectionService],
     request: Request,
     type: str | None = Parameter(default=None, description="'openrouter': accept and return provider/model ids"),
-) -> ModelSelectResponse:
+) -> ModelSelectResponse | Response[ModelSelectResponse]:
     # A store call, a huge prompt or body: keep the event loop free for everyone else (the body is already read).
     if selection.may_block(data, len(await request.body())):
-        return await anyio.to_thread.run_sync(selection.select, data, user, type)
-    return selection.select(data, user, type)  # the default path (~0.3 ms) is cheaper than a thread hop
+        decided = await anyio.to_thread.run_sync(selection.decide, data, user, type)
+    else:
+        decided = selection.decide(data, user, type)  # the default path (~0.3 ms) is cheaper than a thread hop
+    if not decided.no_evidence:
+        return decided.response
+    # Candidates placed by the prior for the unknown: say so, and measure the reachable ones (onboarding).
+    request.app.state.services.onboarding.auto(user, [(c.candidate.provider, c.candidate.model, c.candidate.input_price,
+                                                       c.candidate.output_price) for c in decided.ranked
+                                                      if c.candidate.key in decided.no_evidence])
+    return Response(decided.response, headers={NO_EVIDENCE_HEADER: ",".join(decided.no_evidence)})

@@ -101,6 +101,15 @@ def read_figures(path: Path) -> list[FigureRow]:
                 for r in csv.DictReader(f)]
 
 
+def prior_with(rows: list[FigureRow], extra: list[FigureRow], like: CapabilityPrior) -> CapabilityPrior:
+    """A prior over `rows` plus `extra`, with `like`'s fallback line and imputation (the artefact's): how refreshed
+    figures and an onboarded model's measured figures join the public ones (api/model_figures/live.py). An extra
+    row replaces the rows of its (provider, model, benchmark): a measurement of a model beats a copy of it."""
+    replaced = {(r.provider, r.model, r.benchmark) for r in extra}
+    kept = [r for r in rows if (r.provider, r.model, r.benchmark) not in replaced]
+    return CapabilityPrior(kept + list(extra), like.fallback, like.imputation)
+
+
 def axis_scores(rows: list[FigureRow]) -> dict[tuple[str, str], dict[str, float]]:
     """(provider, model) -> {axis: capability} from the preferred benchmark of each axis that has a figure."""
     by_model: dict[tuple[str, str], dict[str, float]] = {}

@@ -99,6 +99,11 @@ class DefaultRouter:
             b_all.append(b_skills)
         self._w_all, self._b_all = np.vstack(w_all), np.concatenate(b_all)
 
+    def with_prior(self, prior: CapabilityPrior) -> "DefaultRouter":
+        """The same router scoring candidates with other figures (refreshed or onboarded ones,
+        api/model_figures/live.py): a new instance, so a request in flight keeps the one it started with."""
+        return DefaultRouter(self.featurizer, self.spec, prior)
+
     def _query_heads(self, x: np.ndarray) -> np.ndarray:
         z = self._w_all @ x + self._b_all
         g = float(self.featurizer.gate(x))

@@ -15,6 +15,7 @@ import numpy as np
 
 from api.catalogue import Catalogue
 from api.errors import BadRequest, NotFound
+from api.model_figures.live import LiveFigures
 from api.routing import policy
 from api.routing.dial import TrafficDial
 from api.routing.features import Featurizer, QueryFeatures
@@ -143,6 +144,9 @@ class Selection:
     prompt_tokens: int
     hashed: bool
     sticky: bool = False  # the previous turn's model was kept first (api/selection/sticky.py)
+    # Candidates the default router has no figures for (api/model_figures/live.py), by key: the response header
+    # x-switchboard-no-evidence names them, and they may be onboarded (api/model_figures/onboarding.py).
+    no_evidence: tuple[str, ...] = ()
 
 
 class SelectionService:
@@ -150,8 +154,10 @@ class SelectionService:
                  preferences: PreferenceLookup, sessions: SessionLog, memory: FeedbackMemory,
                  custom_routers: RouterSource | None = None, dial: TrafficDial | None = None,
                  sticky_margin: float = DEFAULT_MARGIN, learned: LearnedCorrections | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, figures: LiveFigures | None = None) -> None:
         self.catalogue, self.featurizer, self.default_router = catalogue, featurizer, default_router
+        # Refreshed and onboarded figures (api/model_figures/live.py): the default router of each organization.
+        self.figures = figures
         self.resolve = Resolver(catalogue)
         self.preferences, self.sessions, self.memory = preferences, sessions, memory
         self.custom_routers = custom_routers or NoCustomRouters()
@@ -229,12 +235,12 @@ class SelectionService:
         featurized = time.perf_counter_ns()
         custom = self.custom_routers.for_preference(pref)  # raises while its training is open or after a failure
         plain = [c.candidate for c in candidates]
+        default = self.default_router if self.figures is None else self.figures.router_for(user.organization_id)
         if custom is None:
-            router, router_name = self.default_router, self.default_router.name
+            router, router_name = default, default.name
             quality = router.predict_quality(features, plain)
         else:
-            quality, router, router_name = mixed_quality(custom, self.default_router, features, plain,
-                                                         scored_text)
+            quality, router, router_name = mixed_quality(custom, default, features, plain, scored_text)
         router_quality = quality
         correction = self.learned.get(pref.preference_id if pref else None) if self.learned is not None else None
         if correction is not None:
@@ -253,7 +259,7 @@ class SelectionService:
                    if opts.tradeoff == "latency" else None)
         caller, order = None, None
         schedule = router.schedule
-        if router is self.default_router and self.dial is not None and len(plain) > 1:
+        if router is default and self.dial is not None and len(plain) > 1:
             # The default router's dial is calibrated on this caller's own traffic (api/routing/dial.py); a custom
             # router keeps the schedule calibrated on its training data.
             order, sorted_keys = self._key_order(plain)
@@ -309,7 +315,9 @@ class SelectionService:
         return Selection(ModelSelectResponse(providers=[chosen.label], session_id=session_id),
                          tuple(candidates[i] for i in ranking), tuple(decision.quality[ranking].tolist()),
                          tuple(decision.utility[ranking].tolist()),
-                         prompt_tokens, opts.hash_content, sticky=kept is not None)
+                         prompt_tokens, opts.hash_content, sticky=kept is not None,
+                         no_evidence=self.figures.no_evidence(default, plain) if self.figures is not None and router is default
+                         else ())
 
     def embedding(self, features: QueryFeatures) -> np.ndarray:
         """The text-embedding part of the feature vector: what personalisation compares queries by."""

@@ -18,7 +18,8 @@ import pyarrow as pa
 from storage.event_schemas import USAGE_SCHEMA
 
 TASK_TYPES = ("pre-optimization evaluation", "optimization", "post-optimization evaluation",
-              "judge_traffic", "shadow_call")  # the last two: judge sampling's spend (flows/learning/judge.py)
+              "judge_traffic", "shadow_call",  # judge sampling's spend (flows/learning/judge.py)
+              "onboarding")  # measuring a model without figures (flows/model_figures/onboard.py)
 
 class CostCeilingExceeded(RuntimeError):
     pass

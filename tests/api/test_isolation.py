@@ -48,6 +48,13 @@ def _train(client, ids, headers):
                        files={"dataset_file": ("evals.csv", csv_bytes(), "text/csv")})
 
 
+def _publish(client, ids, headers):
+    """Publishing onboarded figures is an admin's decision: the owner's call is made by the service's admin; any
+    other key (bob's) is refused before the run is looked up."""
+    who = ids["admin"] if headers == ids["owner"] else headers
+    return client.post(f"/v2/models/onboard/{ids['onboarding_run']}/publish", headers=who, json={})
+
+
 MATRIX = [
     Case("userPreferenceUpdate", "PUT", "/v2/preferences/userPreferenceUpdate",
          lambda c, ids, h: c.put("/v2/preferences/userPreferenceUpdate", headers=h,
@@ -76,6 +83,11 @@ MATRIX = [
     Case("optimizeCosts", "GET", "/v2/prompt/optimize/{optimization_run_id:str}/costs",
          lambda c, ids, h: c.get(f"/v2/prompt/optimize/{ids['run_id']}/costs", headers=h),
          (*NOT_OWNED, "RUN_ID_NOT_OWNED")),
+    Case("onboardingStatus", "GET", "/v2/models/onboard/{run_id:str}",
+         lambda c, ids, h: c.get(f"/v2/models/onboard/{ids['onboarding_run']}", headers=h),
+         (*NOT_FOUND, "ONBOARDING_NOT_FOUND")),
+    Case("publishOnboarding", "POST", "/v2/models/onboard/{run_id:str}/publish", _publish,
+         (*NOT_OWNED, "ADMIN_REQUIRED")),
     # Last: a successful delete by the owner removes the preference the other cases use.
     Case("userPreferenceDelete", "DELETE", "/v2/preferences/userPreferenceDelete/{preference_id:str}",
          lambda c, ids, h: c.delete(f"/v2/preferences/userPreferenceDelete/{ids['preference_id']}", headers=h),
@@ -115,10 +127,14 @@ def world(client, auth):
     selected = _select(client, {}, alice).json()
     run = client.post("/v2/prompt/optimize", json=optimize_body(), headers=alice)
     assert run.status_code == 200, run.text
+    onboarding = services.store.model_figures.start_onboarding("alice", "alice", "acme", "m-1", 1.0, 1.0).run
+    services.store.model_figures.begin_onboarding(onboarding.run_id)
+    services.store.model_figures.finish_onboarding(onboarding.run_id, "completed", 30, 0.01, "[]")
     return {"alice": alice, "bob": bob,
             "ids": {"preference_id": preference_id, "session_id": selected["session_id"],
                     "chosen": selected["providers"][0],
-                    "run_id": run.json()["optimization_run_id"]}}
+                    "run_id": run.json()["optimization_run_id"], "onboarding_run": onboarding.run_id,
+                    "owner": alice, "admin": auth("root", is_admin=True)}}
 
 
 def test_matrix_covers_every_route_with_a_path_parameter(client):

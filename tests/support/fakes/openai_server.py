@@ -13,6 +13,7 @@ Deterministic roles, recognised by the request's content:
   questions and answers it was shown into the instruction, and the target then answers exactly the questions
   its system prompt contains (a candidate that learns the train set verbatim).
 Usage: prompt tokens = characters / 4 of all messages, completion tokens = characters / 4 of the reply (+1 each).
+`players[model]`: that model is played by a function of (system, user) instead (None: a 400 refusal).
 Failure injection: `failing` models always answer 500; `flaky[model] = n` fails that model's next n calls with 503;
 `rate_limited[model] = n` answers its next n calls 429; `stalled[model] = s` holds each of its calls s seconds first;
 `too_long` models answer 400 context_length_exceeded; `broken_stream` models send one chunk of a stream, then cut it;
@@ -48,6 +49,9 @@ class FakeOpenAI:
     def __init__(self, delay_s: float = 0.0, keep_alive: bool = False) -> None:
         self.keep_alive = keep_alive  # HTTP/1.1 connections kept open between answers (benchmarks/gateway_overhead.py)
         self.answers: dict[str, str] = {}
+        # model -> (system, user) -> reply, or None to refuse: a model played by other rules (tests/support/
+        # calibrated_models.py plays shared-data models by their real per-question outcomes).
+        self.players: dict[str, Any] = {}
         self.rewrites = "obey"  # what the reflection model writes: "obey", "overfit" or "copy"
         self.memorised: set[str] = set()  # the questions an OVERFIT_PHRASE prompt answers
         self.failing: set[str] = set()
@@ -171,7 +175,16 @@ class FakeOpenAI:
                 self.flaky[model] -= 1
                 self.calls.append((model, "error"))
                 return 503, {"error": {"message": "overloaded, retry", "type": "server_error"}}
-        role, text = self._play(model, system, user)
+        player = self.players.get(model)
+        if player is not None:
+            text = player(system, user)
+            if text is None:  # the played model has no result for this question: a provider's refusal
+                with self._lock:
+                    self.calls.append((model, "error"))
+                return 400, {"error": {"message": "this question cannot be answered", "type": "invalid_request_error"}}
+            role = "played"
+        else:
+            role, text = self._play(model, system, user)
         with self._lock:
             self.calls.append((model, role))
         prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
