@@ -16,7 +16,7 @@ import threading
 
 import anyio
 
-from api.catalogue import Catalogue
+from api.catalogue import Catalogue, billed_prices
 from api.errors import Forbidden, NotFound, ServiceUnavailable, ValidationFailed
 from api.launcher import ONBOARD_MODEL, FlowLauncher, why_not_queued
 from api.model_figures.live import LiveFigures, no_evidence
@@ -42,14 +42,8 @@ class OnboardingService:
     def prices(self, provider: str, model: str, input_price: float | None,
                output_price: float | None) -> tuple[float, float] | None:
         """USD per million (input, output) tokens: the catalogue's when it knows the model, else the caller's."""
-        # The custom entry naming a catalogue model is priced by the catalogue entry (helper B's pricing function
-        # for custom entries replaces this lookup when merged).
-        entry = self.catalogue.get(provider, model)
-        if entry is not None:
-            return entry.input_price, entry.output_price
-        if input_price is None or output_price is None:
-            return None
-        return float(input_price), float(output_price)
+        declared = None if input_price is None or output_price is None else (input_price, output_price)
+        return billed_prices(self.catalogue, provider, model, declared)
 
     def check(self, user: User, provider: str, model: str, input_price: float | None,
               output_price: float | None) -> tuple[float, float]:
