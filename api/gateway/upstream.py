@@ -31,6 +31,7 @@ DEFAULT_BASES = {
     "moonshot": "https://api.moonshot.ai/v1",
     "zai": "https://api.z.ai/api/paas/v4",
 }
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CONTEXT_MARKERS = ("context_length_exceeded", "context length", "context window", "maximum context",
                    "too many tokens", "prompt is too long", "reduce the length", "string_above_max_length")
 
@@ -83,9 +84,9 @@ class TooLarge(Exception):
 
 def failed_status(status: int, body: bytes) -> Failure:
     text = body[:2000].decode("utf-8", "replace")
-    if 300 <= status < 400:  # never followed: an upstream must not send the caller's body (or key) elsewhere
+    if status in REDIRECTS:  # never followed: an upstream must not send the caller's body (or key) elsewhere
         return Failure("redirect", True, 502, f"the provider answered a redirect ({status}), which is not followed")
-    if status < 300:  # 1xx, 201, 204, ...: not a chat completion, and never relayed as the caller's status
+    if status < 400:  # 1xx, 201, 204, 304, ...: not a chat completion, and never relayed as the caller's status
         return Failure(f"http_{status}", True, 502, f"the provider answered {status}, not 200 with a completion")
     if status == 429:
         return Failure("http_429", True, status, text)
