@@ -168,7 +168,10 @@ class Upstream:
 
 
 async def read_capped(response: Any, limit: int, refuse: bool = True) -> bytes:
-    """The body, read as it arrives: past `limit` bytes, TooLarge (`refuse`) or the first `limit` bytes."""
+    """The body, read as it arrives: past `limit` bytes, TooLarge (`refuse`) or the first `limit` bytes. A body
+    declared larger (an uncompressed one's Content-Length) is refused before a byte of it is read."""
+    if refuse and (response.content_length or 0) > limit and not response.headers.get("content-encoding"):
+        raise TooLarge(limit)
     body = bytearray()
     async for chunk in response.content.iter_any():
         body += chunk

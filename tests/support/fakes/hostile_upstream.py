@@ -74,6 +74,7 @@ class HostileUpstream:
         self.huge_bytes = 4 * 1024 * 1024
         self.hits: Counter = Counter()
         self.redirected = 0
+        self._bodies: dict[tuple[str, int], bytes] = {}  # huge bodies, built once per size (benchmarks send many)
         self.in_flight = 0  # `slow` calls the caller has not hung up on yet
         self.abandoned = 0  # `slow` calls whose caller hung up before the answer
         self._lock = threading.Lock()
@@ -181,14 +182,13 @@ class HostileUpstream:
                 h.wfile.flush()
                 time.sleep(self.trickle_s)
         elif model == "huge":
-            h.send(200, completion(model, content="x" * self.huge_bytes))
+            h.send(200, self.huge(model))
         elif model == "gzip-bomb":
-            inflated = json.dumps(completion(model, content=" " * self.huge_bytes)).encode()
-            h.send(200, gzip.compress(inflated, 9), {"content-encoding": "gzip"})
+            h.send(200, self.huge(model), {"content-encoding": "gzip"})
         elif model == "huge-line":
             h.start_stream()
             h.wfile.write(chunk(model, "Rome"))
-            h.wfile.write(chunk(model, "x" * self.huge_bytes) + b"data: [DONE]\n\n")
+            h.wfile.write(self.huge(model))
         elif model.startswith("redirect-"):
             target = f"http://127.0.0.1:{self._server.server_address[1]}/v1/redirected"  # type: ignore[union-attr]
             h.send(int(model[-3:]), b"", {"location": target})
@@ -213,15 +213,32 @@ class HostileUpstream:
         else:
             h.send(404, {"error": {"message": f"no behaviour {model!r}"}})
 
+    def huge(self, model: str) -> bytes:
+        """The body of a `huge`, `gzip-bomb` or `huge-line` answer of `huge_bytes`, made once per size."""
+        key = (model, self.huge_bytes)
+        with self._lock:
+            found = self._bodies.get(key)
+        if found is None:
+            if model == "huge":
+                found = json.dumps(completion(model, content="x" * self.huge_bytes)).encode()
+            elif model == "gzip-bomb":
+                found = gzip.compress(json.dumps(completion(model, content=" " * self.huge_bytes)).encode(), 9)
+            else:
+                found = chunk(model, "x" * self.huge_bytes) + b"data: [DONE]\n\n"
+            with self._lock:
+                self._bodies[key] = found
+        return found
+
     def wait_or_abandon(self, conn: socket.socket) -> None:
         """Hold the call `slow_s` seconds, or less if the caller hangs up (its end of the socket reads EOF)."""
         with self._lock:
             self.in_flight += 1
         try:
+            watch = select.poll()  # poll, not select: a benchmark holds more than 1,024 sockets
+            watch.register(conn, select.POLLIN | select.POLLHUP)
             ends = time.monotonic() + self.slow_s
-            while time.monotonic() < ends:
-                readable, _, _ = select.select([conn], [], [], 0.05)
-                if readable and conn.recv(1, socket.MSG_PEEK) == b"":
+            while (left := ends - time.monotonic()) > 0:
+                if watch.poll(left * 1000) and conn.recv(1, socket.MSG_PEEK) == b"":
                     with self._lock:
                         self.abandoned += 1
                     raise ConnectionResetError("the caller hung up")
