@@ -5,6 +5,7 @@ No web framework here: api/controllers/gateway.py turns the result into a respon
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -274,16 +275,25 @@ class GatewayService:
             if not well_formed(first):
                 return Failure("bad_chunk", True, 502, "the provider's first event was not a chat completion chunk")
             call.answered = candidate
-            streamed = Streamed(relay(response, events, first, candidate.candidate.key, want_usage, call,
-                                      self._stream_ended, self.upstream.errors, self.scrub, lease.release),
-                                self._headers(call, candidate))
+            relayed = relay(response, events, first, candidate.candidate.key, want_usage, call, self._stream_ended,
+                            self.upstream.errors, self.scrub, lease.release)
+            # A stream the server never began to send (its caller gone first) never runs the relay's cleanup: the
+            # response, the slots and the call's row are settled when the relay is dropped instead.
+            weakref.finalize(relayed, self._never_relayed, response, lease, call)
             handed = True  # the relay owns the response now, and the lease
-            return streamed
+            return Streamed(relayed, self._headers(call, candidate))
         finally:
             if not handed:
                 if response is not None:
                     response.close()
                 lease.release()
+
+    def _never_relayed(self, response: Any, lease: Lease, call: Call) -> None:
+        response.close()  # a no-op once the relay released it to the pool
+        lease.release()  # once only
+        if call.http_status == 0:  # the relay never began: nothing was sent, yet the call was made
+            call.status, call.http_status, call.latency_ms = "client_closed", CallerLeft.status, call.since_start_ms()
+            self.calls.record(call)
 
     def _stream_ended(self, call: Call) -> None:
         if call.status == "ok" and call.answered is not None:
