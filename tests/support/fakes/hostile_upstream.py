@@ -132,7 +132,10 @@ class HostileUpstream:
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 2048  # a benchmark opens 1,000 calls at once: none may be refused at connect
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="hostile-upstream", daemon=True).start()
         return self
