@@ -173,24 +173,7 @@ class GatewayService:
                 payload = wire.forwarded(body, candidate.candidate.model, stream)
                 began, in_flight = call.begin_attempt(), candidate.candidate.key
                 deadline = min(loop.time() + self.attempt_total_s, request_deadline)
-                lease = await self.admission.enter(call.user.user_id, ep.url)
-                if lease == "key":
-                    raise self._refuse(call, ConcurrencyLimited(
-                        "this key already has its most gateway calls in flight (SWITCHBOARD_GATEWAY_MAX_PER_KEY); "
-                        "retry when one ends", headers={"Retry-After": "1"}))
-                if isinstance(lease, str):
-                    outcome: Answer | Streamed | Failure = Failure(
-                        "pool_full", True, 503, "the provider's endpoint is at its concurrency limit "
-                        "(SWITCHBOARD_GATEWAY_MAX_PER_UPSTREAM / _POOL_SIZE)")
-                else:
-                    try:
-                        if stream:
-                            outcome = await self._open_stream(ep, payload, candidate, call, want_usage, lease,
-                                                              deadline)
-                        else:
-                            outcome = await self._post(ep, payload, candidate, call, lease, deadline)
-                    except self.upstream.errors as exc:
-                        outcome = failed_transport(exc, self.upstream.connect_errors)
+                outcome = await self._attempt(ep, payload, candidate, call, stream, want_usage, deadline)
                 if not isinstance(outcome, Failure):
                     call.attempt(candidate.candidate.key, "ok", began)
                     # recorded once the answer is sent (the controller's background task); a stream, when it ends
@@ -208,15 +191,35 @@ class GatewayService:
             self.calls.record(call)
             raise
         assert failure is not None
+        raise self._refuse(call, self._exhausted(call, failure))
+
+    async def _attempt(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call, stream: bool,
+                       want_usage: bool, deadline: float) -> Answer | Streamed | Failure:
+        """One candidate's call, within its admission slots (api/gateway/admission.py) and by `deadline`."""
+        lease = await self.admission.enter(call.user.user_id, ep.url)
+        if lease == "key":
+            raise self._refuse(call, ConcurrencyLimited(
+                "this key already has its most gateway calls in flight (SWITCHBOARD_GATEWAY_MAX_PER_KEY); retry when "
+                "one ends", headers={"Retry-After": "1"}))
+        if isinstance(lease, str):
+            return Failure("pool_full", True, 503, "the provider's endpoint is at its concurrency limit "
+                                                   "(SWITCHBOARD_GATEWAY_MAX_PER_UPSTREAM / _POOL_SIZE)")
+        try:
+            if stream:
+                return await self._open_stream(ep, payload, candidate, call, want_usage, lease, deadline)
+            return await self._post(ep, payload, candidate, call, lease, deadline)
+        except self.upstream.errors as exc:
+            return failed_transport(exc, self.upstream.connect_errors)
+
+    def _exhausted(self, call: Call, failure: Failure) -> ApiError:
+        """What the caller gets when no candidate answered: 503 when every endpoint was full, else a 502."""
         tried = ", ".join(f"{m} ({o})" for m, o in zip(call.attempt_models, call.attempt_outcomes))
         if all(o == "pool_full" for o in call.attempt_outcomes):
-            raise self._refuse(call, UpstreamBusy(
-                f"every candidate's provider endpoint is at its concurrency limit: {tried}; retry shortly",
-                headers={"Retry-After": "1"}))
-        raise self._refuse(call, UpstreamFailed(
-            f"no candidate answered after {len(call.attempt_models)} attempt(s): {tried}; last error: {call.error}",
-            code=EXHAUSTED_CODES.get(failure.outcome),
-            details={"attempts": len(call.attempt_models), "session_id": call.session_id}))
+            return UpstreamBusy(f"every candidate's provider endpoint is at its concurrency limit: {tried}; retry "
+                                "shortly", headers={"Retry-After": "1"})
+        return UpstreamFailed(f"no candidate answered after {len(call.attempt_models)} attempt(s): {tried}; last "
+                              f"error: {call.error}", code=EXHAUSTED_CODES.get(failure.outcome),
+                              details={"attempts": len(call.attempt_models), "session_id": call.session_id})
 
     def _refuse(self, call: Call, error: ApiError) -> ApiError:
         """Record the call as the caller will see it, and hand back the error to raise."""
