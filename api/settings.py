@@ -140,7 +140,7 @@ class Settings:
     gateway_max_response_bytes: int = 8 * 1024 * 1024
     gateway_pool_size: int = 1000
     gateway_max_per_upstream: int = 256
-    gateway_max_per_key: int = 32
+    gateway_max_per_key: int = 64
     gateway_pool_wait_s: float = 2.0
 
     @property
@@ -342,7 +342,7 @@ def get_settings() -> Settings:
         gateway_max_response_bytes=max(1024, _int("SWITCHBOARD_GATEWAY_MAX_RESPONSE_BYTES", 8 * 1024 * 1024)),
         gateway_pool_size=max(1, _int("SWITCHBOARD_GATEWAY_POOL_SIZE", 1000)),
         gateway_max_per_upstream=max(1, _int("SWITCHBOARD_GATEWAY_MAX_PER_UPSTREAM", 256)),
-        gateway_max_per_key=max(1, _int("SWITCHBOARD_GATEWAY_MAX_PER_KEY", 32)),
+        gateway_max_per_key=max(1, _int("SWITCHBOARD_GATEWAY_MAX_PER_KEY", 64)),
         gateway_pool_wait_s=max(0.0, _float("SWITCHBOARD_GATEWAY_POOL_WAIT_S", 2.0)),
     )
 

@@ -118,6 +118,7 @@ async def relay(response: Any, lines: AsyncIterator[str], first: str, model: str
     the call, once: before the final `[DONE]` leaves (a follow-up turn may arrive before this generator resumes),
     else when the stream ends another way; `release` frees the call's admission slots (api/gateway/admission.py)."""
     call.status, call.http_status = "client_closed", 200  # until the stream ends one way or the other
+    broken_by: tuple[type[BaseException], ...] = (*errors, Malformed)
     finished = False
     try:
         out = rewrite(first, model, want_usage, call)
@@ -140,7 +141,7 @@ async def relay(response: Any, lines: AsyncIterator[str], first: str, model: str
             if out:
                 yield out
         call.status = "ok"
-    except (*errors, Malformed) as exc:
+    except broken_by as exc:
         call.status, (call.error, told) = "stream_error", broken(exc)
         yield error_event(told, "upstream_stream_error")
     finally:
