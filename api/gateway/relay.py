@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
+from api.gateway.bodies import TooLarge
 from api.gateway.calls import Call
-from api.gateway.upstream import TooLarge
 
 DONE = b"data: [DONE]\n\n"
 

@@ -16,12 +16,13 @@ import msgspec
 from api.errors import ApiError
 from api.gateway import wire
 from api.gateway.admission import Admission, Lease
+from api.gateway.bodies import lines, read_capped
 from api.gateway.calls import Call, CallLog
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.redaction import Scrubber
 from api.gateway.relay import first_data, relay, upstream_error, well_formed
-from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport, lines,
-                                  not_configured_message, read_capped)
+from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport,
+                                  not_configured_message)
 from api.schemas.model_select import LLMProvider
 from api.selection.candidates import ResolvedCandidate
 from api.selection.service import SelectionService

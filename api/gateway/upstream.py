@@ -10,11 +10,10 @@ a caller can neither send one nor see one: errors are scrubbed of every key the 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from api.gateway.bodies import BadEncoding, TooLarge, read_capped
 from api.settings import OptimizeSettings
 
 # The providers' own OpenAI-compatible endpoints, used when a key is set and no base URL overrides them.
@@ -49,7 +48,8 @@ def endpoint(provider: str, settings: OptimizeSettings) -> Endpoint | None:
         if not key or provider not in DEFAULT_BASES:
             return None
         base = DEFAULT_BASES[provider]
-    headers = {"content-type": "application/json", "accept": "application/json"}
+    # Only the encodings api/gateway/bodies.py undoes itself (within the size bound) are offered.
+    headers = {"content-type": "application/json", "accept": "application/json", "accept-encoding": "gzip, deflate"}
     if key:
         headers["authorization"] = f"Bearer {key}"
     return Endpoint(base.rstrip("/") + "/chat/completions", headers)
@@ -75,13 +75,6 @@ class Failure:
     message: str
 
 
-class TooLarge(Exception):
-    """An upstream answer past SWITCHBOARD_GATEWAY_MAX_RESPONSE_BYTES (counted after decompression)."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"the provider's answer passed {limit:,} bytes (SWITCHBOARD_GATEWAY_MAX_RESPONSE_BYTES)")
-
-
 def failed_status(status: int, body: bytes) -> Failure:
     text = body[:2000].decode("utf-8", "replace")
     if status in REDIRECTS:  # never followed: an upstream must not send the caller's body (or key) elsewhere
@@ -104,6 +97,8 @@ def failed_status(status: int, body: bytes) -> Failure:
 def failed_transport(exc: BaseException, connect_errors: tuple[type[BaseException], ...]) -> Failure:
     if isinstance(exc, TooLarge):
         return Failure("too_large", True, 502, str(exc))
+    if isinstance(exc, BadEncoding):
+        return Failure("bad_encoding", True, 502, str(exc))
     if isinstance(exc, connect_errors):
         return Failure("connect", True, 502, f"could not connect to the provider ({type(exc).__name__})")
     if isinstance(exc, TimeoutError):
@@ -117,9 +112,8 @@ class Upstream:
     API already loads: measured here, 0.18 ms of CPU per upstream call against httpx's 0.79 ms, which on a busy
     worker is most of what the gateway adds (docs/benchmarks.md, issue 22).
 
-    Redirects are never followed. Bodies are read chunk by chunk, counted after decompression (aiohttp inflates
-    incrementally, under flow control) and refused past `max_response_bytes`, so a huge or gzip-bomb answer costs
-    at most that much memory. The pool is `pool_size` connections; api/gateway/admission.py keeps the calls in flight
+    Redirects are never followed. Bodies are read chunk by chunk, inflated here (api/gateway/bodies.py) and refused
+    past `max_response_bytes`, so a huge or gzip-bomb answer costs at most that much memory and inflating. The pool is `pool_size` connections; api/gateway/admission.py keeps the calls in flight
     within it, so a call never queues there unbounded."""
 
     def __init__(self, connect_timeout_s: float, first_byte_timeout_s: float, max_response_bytes: int = 8 << 20,
@@ -127,7 +121,7 @@ class Upstream:
         self.connect_timeout_s, self.first_byte_timeout_s = connect_timeout_s, first_byte_timeout_s
         self.max_response_bytes, self.pool_size, self.pool_wait_s = max_response_bytes, pool_size, pool_wait_s
         self._session: Any = None
-        self.errors: tuple[type[BaseException], ...] = (TimeoutError, OSError, TooLarge)  # completed on first use
+        self.errors: tuple[type[BaseException], ...] = (TimeoutError, OSError, TooLarge, BadEncoding)  # see session
         self.connect_errors: tuple[type[BaseException], ...] = (ConnectionRefusedError,)
 
     @property
@@ -136,7 +130,7 @@ class Upstream:
             # lazy: aiohttp loads with the first gateway call, never in a process that only answers modelSelect
             import aiohttp
 
-            self.errors = (aiohttp.ClientError, TimeoutError, OSError, TooLarge)
+            self.errors = (aiohttp.ClientError, TimeoutError, OSError, TooLarge, BadEncoding)
             self.connect_errors = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
             # sock_read bounds each wait for bytes: the first byte of an answer, and each gap inside a stream (the
             # overall deadlines are the caller's: api/gateway/service.py). `connect` also bounds a wait for a pooled
@@ -146,16 +140,24 @@ class Upstream:
                 timeout=aiohttp.ClientTimeout(total=None, connect=self.connect_timeout_s + self.pool_wait_s,
                                               sock_connect=self.connect_timeout_s,
                                               sock_read=self.first_byte_timeout_s),
-                trust_env=False, auto_decompress=True, raise_for_status=False)
+                # auto_decompress off: aiohttp's decoder inflates all it holds when a connection closes, so an
+                # abandoned gzip bomb would still be inflated (measured: 70-180 ms steps of the event loop).
+                trust_env=False, auto_decompress=False, raise_for_status=False)
         return self._session
 
     async def post(self, endpoint: Endpoint, payload: bytes) -> tuple[int, bytes]:
         """Status and body; a non-200 body is cut to its first 64 KiB (only its message is read)."""
         async with self.session.post(endpoint.url, data=payload, headers=endpoint.headers,
                                      allow_redirects=False) as response:
-            if response.status != 200:
-                return response.status, await read_capped(response, 65536, refuse=False)
-            return response.status, await read_capped(response, self.max_response_bytes)
+            try:
+                if response.status != 200:
+                    body = await read_capped(response, 65536, refuse=False)
+                    response.close()  # its unread rest is not read (a release would drain it for reuse)
+                    return response.status, body
+                return response.status, await read_capped(response, self.max_response_bytes)
+            except BaseException:
+                response.close()  # likewise: a body refused, a deadline passed, a caller gone
+                raise
 
     async def open(self, endpoint: Endpoint, payload: bytes) -> Any:
         """A streaming response, headers read, body not: the caller reads `lines(response)` and closes it."""
@@ -165,45 +167,3 @@ class Upstream:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-
-async def read_capped(response: Any, limit: int, refuse: bool = True) -> bytes:
-    """The body, read as it arrives: past `limit` bytes, TooLarge (`refuse`) or the first `limit` bytes. A body
-    declared larger (an uncompressed one's Content-Length) is refused before a byte of it is read."""
-    if refuse and (response.content_length or 0) > limit and not response.headers.get("content-encoding"):
-        raise TooLarge(limit)
-    body = bytearray()
-    async for chunk in response.content.iter_any():
-        body += chunk
-        if len(body) > limit:
-            if refuse:
-                raise TooLarge(limit)
-            del body[limit:]
-            break
-    return bytes(body)
-
-
-async def lines(response: Any, limit: int = 8 << 20, deadline: float | None = None) -> AsyncIterator[str]:
-    """The lines of a streaming body, however long up to `limit` bytes in all (TooLarge past it), each read ending
-    by `deadline` (the event loop's clock; TimeoutError past it). Linear in the body: each chunk is searched once
-    for its line ends, and a line's start is never rescanned (aiohttp's own line reader refuses lines over 128 KiB,
-    and a large tool call's arguments can be one)."""
-    pending, total = bytearray(), 0
-    while True:
-        async with asyncio.timeout_at(deadline):
-            chunk = await response.content.readany()
-        if not chunk:
-            break
-        total += len(chunk)
-        if total > limit:
-            raise TooLarge(limit)
-        pending += chunk
-        if b"\n" not in chunk:
-            continue
-        end = pending.rfind(b"\n")  # within the new chunk: found scanning back over it only
-        complete = bytes(pending[:end]).split(b"\n")
-        del pending[: end + 1]
-        for line in complete:
-            yield line.rstrip(b"\r").decode("utf-8", "replace")
-    if pending:
-        yield bytes(pending).decode("utf-8", "replace")

@@ -5,6 +5,8 @@ the real server: tests/gateway/test_hostile_upstream.py."""
 from __future__ import annotations
 
 import asyncio
+import gzip
+import zlib
 from typing import Any
 
 import pytest
@@ -12,7 +14,8 @@ import pytest
 from api.gateway.admission import Admission, Slots
 from api.gateway.calls import MAX_REPORTED_TOKENS, Call, token_count
 from api.gateway.redaction import REDACTED, Scrubber
-from api.gateway.upstream import TooLarge, failed_status, lines
+from api.gateway.bodies import BadEncoding, Inflater, TooLarge, lines
+from api.gateway.upstream import failed_status
 from storage.records import User
 
 SECRET = "sk-this-servers-own-key-0123456789"
@@ -100,7 +103,7 @@ class Body:
 
 class Response:
     def __init__(self, chunks: list[bytes]) -> None:
-        self.content = Body(chunks)
+        self.content, self.headers = Body(chunks), {}
 
 
 def read_lines(chunks: list[bytes], limit: int = 1 << 20) -> list[str]:
@@ -119,6 +122,23 @@ def test_lines_split_across_chunks_and_a_long_line_arrive_whole() -> None:
 def test_a_stream_past_its_size_bound_raises() -> None:
     with pytest.raises(TooLarge, match="SWITCHBOARD_GATEWAY_MAX_RESPONSE_BYTES"):
         read_lines([b"x" * 600, b"x" * 600], limit=1000)
+
+
+def test_a_gzip_bomb_is_inflated_no_further_than_the_bound() -> None:
+    bomb = gzip.compress(b" " * 50_000_000)
+    inflater = Inflater("gzip", 1_000_000)
+    with pytest.raises(TooLarge):
+        for i in range(0, len(bomb), 65536):
+            inflater.feed(bomb[i:i + 65536])
+    assert inflater.total == 1_000_001  # one byte past the bound, however much more the body would make
+
+
+def test_an_encoding_not_offered_or_a_body_that_does_not_inflate_is_refused() -> None:
+    with pytest.raises(BadEncoding):
+        Inflater("br", 1000)
+    with pytest.raises(BadEncoding):
+        Inflater("gzip", 1000).feed(b"not gzip at all")
+    assert Inflater("deflate", 1000).feed(zlib.compress(b"hello")) == b"hello"
 
 
 @pytest.mark.parametrize("value, expected", [(12, 12), (0, 0), (-1, None), ("12", None), (True, None), (1.5, None),
