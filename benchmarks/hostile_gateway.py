@@ -203,6 +203,9 @@ def large_bodies(seconds: int, huge_mb: int = 64) -> list[Result]:
     with gateway_with_hostile_upstream(huge_bytes=huge_mb * 1024 * 1024) as (api, hostile):
         url = f"{api.base}/v2/modelRouter/modelSelect"
         timed_calls(url, SELECT, api.key, 2)
+        # the gateway loads its HTTP client on its first call (docs/architecture.md, rule 3): not the attack's cost
+        httpx.post(f"{api.base}/v1/chat/completions", headers=api.headers, timeout=60,
+                   json={"model": "openai/gpt-4o-mini", "messages": ASK}).raise_for_status()
         quiet = timed_calls(url, SELECT, api.key, seconds)
         bodies = [{"model": "switchboard", "messages": ASK, "stream": model == "huge-line",
                    "llm_providers": [{**HOSTILE, "model": model}]} for model in ("huge", "gzip-bomb", "huge-line")]

@@ -14,7 +14,7 @@ import pytest
 from api.gateway.admission import Admission, Slots
 from api.gateway.calls import MAX_REPORTED_TOKENS, Call, token_count
 from api.gateway.redaction import REDACTED, Scrubber
-from api.gateway.bodies import BadEncoding, Inflater, TooLarge, lines
+from api.gateway.bodies import INFLATE_STEP, BadEncoding, Inflater, TooLarge, lines
 from api.gateway.upstream import failed_status
 from storage.records import User
 
@@ -126,19 +126,21 @@ def test_a_stream_past_its_size_bound_raises() -> None:
 
 def test_a_gzip_bomb_is_inflated_no_further_than_the_bound() -> None:
     bomb = gzip.compress(b" " * 50_000_000)
-    inflater = Inflater("gzip", 1_000_000)
+    inflater, pieces = Inflater("gzip", 1_000_000), []
     with pytest.raises(TooLarge):
         for i in range(0, len(bomb), 65536):
-            inflater.feed(bomb[i:i + 65536])
+            for piece in inflater.pieces(bomb[i:i + 65536]):
+                pieces.append(len(piece))
     assert inflater.total == 1_000_001  # one byte past the bound, however much more the body would make
+    assert max(pieces) == INFLATE_STEP  # in steps, the event loop served between them
 
 
 def test_an_encoding_not_offered_or_a_body_that_does_not_inflate_is_refused() -> None:
     with pytest.raises(BadEncoding):
         Inflater("br", 1000)
     with pytest.raises(BadEncoding):
-        Inflater("gzip", 1000).feed(b"not gzip at all")
-    assert Inflater("deflate", 1000).feed(zlib.compress(b"hello")) == b"hello"
+        list(Inflater("gzip", 1000).pieces(b"not gzip at all"))
+    assert b"".join(Inflater("deflate", 1000).pieces(zlib.compress(b"hello"))) == b"hello"
 
 
 @pytest.mark.parametrize("value, expected", [(12, 12), (0, 0), (-1, None), ("12", None), (True, None), (1.5, None),
