@@ -103,7 +103,7 @@ class Body:
 
 class Response:
     def __init__(self, chunks: list[bytes]) -> None:
-        self.content, self.headers = Body(chunks), {}
+        self.content, self.headers = Body(chunks), dict[str, str]()
 
 
 def read_lines(chunks: list[bytes], limit: int = 1 << 20) -> list[str]:
