@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from api.cli.supervisor import api_argv, serve, store_owner_argv
+from api.observability.metrics_dir import fresh_metrics_env
 from api.settings import STORE_PORT, check_data_dir, get_settings
 from storage.errors import StoreError
 from storage.interfaces import Store
@@ -56,6 +57,7 @@ def cmd_api(args: argparse.Namespace) -> int:
         return 1
     host, port = args.host or settings.host, args.port or settings.port
     os.environ["SWITCHBOARD_HOST"], os.environ["SWITCHBOARD_PORT"] = host, str(port)
+    os.environ.update(fresh_metrics_env(settings.run_dir))  # the workers' metrics, added up by GET /metrics
     argv = api_argv(host, port, args.workers, settings)
     os.execv(argv[0], argv)
     return 0  # not reached
