@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client import multiprocess
 
 from api.observability.metrics_dir import ENV as MULTIPROC_ENV
 
 PREFIX = "switchboard_"
+# The classic text format generate_latest writes (Litestar adds the charset to text/* types).
+CONTENT_TYPE = "text/plain; version=0.0.4"
 # Seconds, from a cached decision (a millisecond) to a long generation (minutes).
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 OVERHEAD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -80,8 +82,8 @@ def exposition() -> tuple[bytes, str]:
     if os.environ.get(MULTIPROC_ENV):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-        return _ours(generate_latest(registry)), CONTENT_TYPE_LATEST
-    return _ours(generate_latest(REGISTRY)), CONTENT_TYPE_LATEST
+        return _ours(generate_latest(registry)), CONTENT_TYPE
+    return _ours(generate_latest(REGISTRY)), CONTENT_TYPE
 
 
 def _ours(text: bytes) -> bytes:
