@@ -32,6 +32,7 @@ class Exchange:
     chosen: str | None = None
     error_code: str | None = None
     overhead_s: float | None = None
+    streamed: bool = False
     attempts: list[Attempt] = field(default_factory=list)
     span: Any = None
 

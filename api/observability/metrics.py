@@ -44,14 +44,18 @@ TOKENS = Counter("switchboard_gateway_tokens", "Tokens of answered gateway calls
 SPEND = Counter("switchboard_gateway_cost_usd", "Cost of answered gateway calls at catalogue prices, US dollars",
                 ["model"])
 OVERHEAD = Histogram("switchboard_gateway_overhead_seconds", "Time a gateway request spent in switchboard, "
-                     "upstream attempts excluded (the x-switchboard-overhead-ms header)", buckets=OVERHEAD_BUCKETS)
+                     "upstream attempts excluded (the x-switchboard-overhead-ms header), by whether it streamed",
+                     ["stream"], buckets=OVERHEAD_BUCKETS)
 REFUSALS = Counter("switchboard_refusals", "Requests refused for a limit, by error code (RATE_LIMITED, "
                    "BUDGET_EXCEEDED)", ["code"])
 STORE_DURATION = Histogram("switchboard_store_call_duration_seconds", "Calls of this process into the system of "
                            "record, by domain and method", ["domain", "method"], buckets=BUCKETS)
 STORE_ERRORS = Counter("switchboard_store_errors", "Calls into the system of record that raised, by domain and "
                        "method", ["domain", "method"])
-FLOW_RUNS = Counter("switchboard_flow_runs", "Flow runs that reached a final state, by flow and state", ["flow", "state"])
+# Counted by the flow run itself (flows/run_metrics.py). Every family has labels, so a process writes a values file
+# only for the kinds it counts: a flow run adds one small counter file to run/metrics/, not one per kind.
+FLOW_RUNS = Counter("switchboard_flow_runs", "Flow runs that reached a final state, by flow and state",
+                    ["flow", "state"])
 
 REFUSAL_CODES = frozenset({"RATE_LIMITED", "BUDGET_EXCEEDED"})
 _KEPT_OUTCOMES = frozenset({"ok", "timeout", "connect", "transport", "http_429", "context_length",

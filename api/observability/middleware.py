@@ -48,6 +48,8 @@ class TelemetryMiddleware:
             if message["type"] == "http.response.start":
                 exchange.status = message["status"]
                 if gateway:
+                    exchange.streamed = any(k == b"content-type" and v.startswith(b"text/event-stream")
+                                            for k, v in message.get("headers", ()))
                     exchange.overhead_s = exchange.overhead(time.perf_counter())
                     message["headers"] = [*message.get("headers", ()),
                                           (OVERHEAD_HEADER, b"%.2f" % (exchange.overhead_s * 1000))]
@@ -73,5 +75,5 @@ class TelemetryMiddleware:
             if exchange.error_code in REFUSAL_CODES:
                 REFUSALS.labels(exchange.error_code).inc()
             if exchange.overhead_s is not None:
-                OVERHEAD.observe(exchange.overhead_s)
+                OVERHEAD.labels("true" if exchange.streamed else "false").observe(exchange.overhead_s)
         access_log.write(exchange, route)
