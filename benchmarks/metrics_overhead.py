@@ -8,20 +8,22 @@ local upstream (tests/support/fakes/openai_server.py, keep-alive, 20 ms per answ
 on and its values in a multiprocess folder (api/observability/metrics_dir.py), one with SWITCHBOARD_METRICS=0. Each
 round runs every path on both servers in turn, so they share the machine's load. Prints p50/p99 per path and server,
 the ratio of the p50s (target: metrics on within 3 % of off), and the server CPU per request (one client, requests in
-sequence), which moves less with the machine's load than wall-clock time.
+sequence), which moves less with the machine's load than wall-clock time, and the CPU of one request's metric
+updates measured alone in this process (multiprocess mode, as served), which does not move with it at all.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
+import subprocess
+import sys
 import tempfile
 from contextlib import ExitStack
 
 import numpy as np
 
-from benchmarks.gateway_overhead import PROMPT, cpu_per_request_ms, run, serve_upstream
+from benchmarks.gateway_overhead import PROMPT, cpu_per_request_ms, run, upstream_process
 from tests.support.service import running_api
 
 SELECT = {"messages": PROMPT, "llm_providers": [{"provider": "openai", "model": "gpt-4o-mini"},
@@ -35,15 +37,14 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=120, help="per path, server and round, over all clients")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--delay-ms", type=float, default=20.0)
+    parser.add_argument("--cpu-requests", type=int, default=600, help="per path and server, for the CPU figures "
+                        "(CPU time is counted in 10 ms ticks: fewer requests, coarser figures)")
     args = parser.parse_args()
     per_client = max(1, args.requests // args.clients)
 
-    ours, theirs = multiprocessing.Pipe()
-    upstream = multiprocessing.get_context("spawn").Process(target=serve_upstream, args=(args.delay_ms / 1000, theirs))
-    upstream.start()
-    base_url = ours.recv()
-    common = {"SWITCHBOARD_LLM_API_BASE": base_url, "SWITCHBOARD_LLM_API_KEY": "sk-bench-0123456789"}
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="switchboard-metrics-") as folder:
+        base_url = stack.enter_context(upstream_process(args.delay_ms / 1000))
+        common = {"SWITCHBOARD_LLM_API_BASE": base_url, "SWITCHBOARD_LLM_API_KEY": "sk-bench-0123456789"}
         servers = {"on": stack.enter_context(running_api({**common, "PROMETHEUS_MULTIPROC_DIR": folder})),
                    "off": stack.enter_context(running_api({**common, "SWITCHBOARD_METRICS": "0"}))}
 
@@ -60,10 +61,8 @@ def main() -> None:
                 for name, api in servers.items():
                     url, body, headers = paths(api)[path]
                     results.setdefault((path, name), []).append(run(url, body, headers, args.clients, per_client))
-        cpu_ms = {(path, name): cpu_per_request_ms(api.pid, "POST", *paths(api)[path], n=args.requests)
+        cpu_ms = {(path, name): cpu_per_request_ms(api.pid, "POST", *paths(api)[path], n=args.cpu_requests)
                   for path in ("modelSelect", "gateway") for name, api in servers.items()}
-    ours.send("stop")
-    upstream.join(timeout=10)
 
     print(f"metrics on vs off: {args.clients} clients, upstream delay {args.delay_ms:.0f} ms, {args.rounds} rounds x "
           f"{per_client * args.clients} requests per path and server; load average "
@@ -77,6 +76,33 @@ def main() -> None:
             print(f"{path:<12} {name:<8} {p50[name]:>8.2f} {np.percentile(ms, 99):>8.2f} {cpu_ms[(path, name)]:>11.3f}")
         print(f"{path:<12} p50 on/off = {p50['on'] / p50['off']:.3f}; CPU on/off = "
               f"{cpu_ms[(path, 'on')] / cpu_ms[(path, 'off')]:.3f}")
+
+    print(f"one request's metric updates alone (HTTP counter and histogram, decision counter and histogram, "
+          f"access line at INFO off): {updates_us():.1f} us")
+
+
+UPDATES = """
+import logging, os, timeit
+from api.observability import access_log, metrics as m
+from api.observability.exchange import Exchange
+logging.getLogger("switchboard.access").setLevel(logging.WARNING)
+def one():
+    m.labelled(m.HTTP_REQUESTS, "/v2/modelRouter/modelSelect", "POST", "200").inc()
+    m.labelled(m.HTTP_DURATION, "/v2/modelRouter/modelSelect", "POST").observe(0.004)
+    m.labelled(m.DECISIONS, "default", "openai/gpt-4o-mini").inc()
+    m.labelled(m.DECISION_DURATION, "default").observe(0.002)
+    access_log.write(Exchange("POST", "/v2/modelRouter/modelSelect", status=200), "/v2/modelRouter/modelSelect")
+n = 20000
+print(min(timeit.repeat(one, number=n, repeat=5)) / n * 1e6)
+"""
+
+
+def updates_us() -> float:
+    """In a fresh interpreter, so that prometheus_client starts in multiprocess mode as the served API does."""
+    with tempfile.TemporaryDirectory(prefix="switchboard-metrics-") as folder:
+        out = subprocess.run([sys.executable, "-c", UPDATES], env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": folder},
+                             capture_output=True, text=True, check=True).stdout
+    return float(out.strip())
 
 
 if __name__ == "__main__":

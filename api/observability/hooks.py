@@ -38,7 +38,7 @@ def attempt_began(candidate: Any, endpoint: Any) -> Any:
         return endpoint
     provider, model = m.model_labels(candidate)
     if exchange.attempts and state.metrics:
-        m.FALLBACKS.labels(m.outcome_class(exchange.attempts[-1].outcome or "other")).inc()
+        m.labelled(m.FALLBACKS, m.outcome_class(exchange.attempts[-1].outcome or "other")).inc()
     attempt = Attempt(provider, model, time.perf_counter())
     exchange.attempts.append(attempt)
     if state.tracing is not None:
@@ -60,10 +60,10 @@ def attempt_ended(outcome: str, stream: bool) -> None:
     labels = (attempt.provider, attempt.model)
     if state.metrics:
         if outcome == "ok":
-            m.UPSTREAM_FIRST_BYTE.labels(*labels).observe(attempt.waited_s)
+            m.labelled(m.UPSTREAM_FIRST_BYTE, *labels).observe(attempt.waited_s)
         if outcome != "ok" or not stream:  # a stream's attempt is counted when it ends (call_finished)
-            m.UPSTREAM_CALLS.labels(*labels, m.outcome_class(outcome)).inc()
-            m.UPSTREAM_DURATION.labels(*labels).observe(attempt.waited_s)
+            m.labelled(m.UPSTREAM_CALLS, *labels, m.outcome_class(outcome)).inc()
+            m.labelled(m.UPSTREAM_DURATION, *labels).observe(attempt.waited_s)
     if outcome != "ok":
         log.warning("upstream attempt failed: request_id=%s attempt=%d model=%s outcome=%s",
                     exchange.request_id, len(exchange.attempts), attempt.model, outcome)
@@ -87,10 +87,10 @@ def call_finished(call: Any) -> None:
     if answered is None or not state.metrics:
         return
     _, model = m.model_labels(answered)
-    m.TOKENS.labels(model, "input").inc(call.input_tokens)
-    m.TOKENS.labels(model, "output").inc(call.output_tokens)
+    m.labelled(m.TOKENS, model, "input").inc(call.input_tokens)
+    m.labelled(m.TOKENS, model, "output").inc(call.output_tokens)
     c = answered.candidate
-    m.SPEND.labels(model).inc(float(request_cost_usd(c.input_price, c.output_price, call.input_tokens,
+    m.labelled(m.SPEND, model).inc(float(request_cost_usd(c.input_price, c.output_price, call.input_tokens,
                                                      call.output_tokens)))
 
 
@@ -98,8 +98,8 @@ def _stream_ended(attempt: Attempt, call: Any) -> None:
     outcome = call.status if call.status in ("ok", "stream_error", "client_closed") else "other"
     if state.metrics:
         labels = (attempt.provider, attempt.model)
-        m.UPSTREAM_CALLS.labels(*labels, outcome).inc()
-        m.UPSTREAM_DURATION.labels(*labels).observe(time.perf_counter() - attempt.began)
+        m.labelled(m.UPSTREAM_CALLS, *labels, outcome).inc()
+        m.labelled(m.UPSTREAM_DURATION, *labels).observe(time.perf_counter() - attempt.began)
     if outcome == "stream_error":
         log.warning("upstream stream broke: request_id=%s model=%s", current().request_id,  # type: ignore[union-attr]
                     attempt.model)
@@ -152,8 +152,8 @@ def observe_decisions(selection: Any) -> None:
                 span.set_attribute("switchboard.chosen", selected.ranked[0].candidate.key)
                 span.set_attribute("switchboard.candidates", len(selected.ranked))
         if state.metrics:
-            m.DECISIONS.labels(selected.router, m.model_labels(selected.ranked[0])[1]).inc()
-            m.DECISION_DURATION.labels(selected.router).observe(time.perf_counter() - began)
+            m.labelled(m.DECISIONS, selected.router, m.model_labels(selected.ranked[0])[1]).inc()
+            m.labelled(m.DECISION_DURATION, selected.router).observe(time.perf_counter() - began)
         return selected
 
     selection.decide = observed

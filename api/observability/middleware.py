@@ -11,7 +11,7 @@ from typing import Any
 
 from api.observability import access_log
 from api.observability.exchange import CURRENT, Exchange
-from api.observability.metrics import HTTP_DURATION, HTTP_REQUESTS, OVERHEAD, REFUSAL_CODES, REFUSALS
+from api.observability.metrics import HTTP_DURATION, HTTP_REQUESTS, OVERHEAD, REFUSAL_CODES, REFUSALS, labelled
 from api.request_id import request_id_of
 from storage.keys import KEY_PREFIX, display_prefix
 
@@ -70,10 +70,10 @@ class TelemetryMiddleware:
     def _finish(self, exchange: Exchange, route: str) -> None:
         if self.metrics:
             method = exchange.method if exchange.method in METHODS else "other"
-            HTTP_REQUESTS.labels(route, method, str(exchange.status)).inc()
-            HTTP_DURATION.labels(route, method).observe(time.perf_counter() - exchange.started)
+            labelled(HTTP_REQUESTS, route, method, str(exchange.status)).inc()
+            labelled(HTTP_DURATION, route, method).observe(time.perf_counter() - exchange.started)
             if exchange.error_code in REFUSAL_CODES:
                 REFUSALS.labels(exchange.error_code).inc()
             if exchange.overhead_s is not None:
-                OVERHEAD.labels("true" if exchange.streamed else "false").observe(exchange.overhead_s)
+                labelled(OVERHEAD, "true" if exchange.streamed else "false").observe(exchange.overhead_s)
         access_log.write(exchange, route)
