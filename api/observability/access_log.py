@@ -15,8 +15,10 @@ from api.observability.exchange import Exchange
 log = logging.getLogger("switchboard.access")
 gateway_log = logging.getLogger("switchboard.gateway")
 
-# Requests an orchestrator sends every few seconds: logged at DEBUG so that they do not bury the traffic.
-PROBES = frozenset({"/health", "/ready", "/metrics", "/internal/health", "/internal/changes"})
+# Requests an orchestrator or a scraper sends every few seconds, and the store owner's routes that other workers
+# call all the time (/internal/...): logged at DEBUG unless they fail, so that they do not bury the traffic.
+PROBES = frozenset({"/health", "/ready", "/metrics"})
+INTERNAL = "/internal/"
 
 
 def fields_of(exchange: Exchange, route: str, now: float) -> dict[str, Any]:
@@ -36,7 +38,8 @@ def fields_of(exchange: Exchange, route: str, now: float) -> dict[str, Any]:
 
 
 def write(exchange: Exchange, route: str) -> None:
-    level = logging.DEBUG if route in PROBES and exchange.status < 400 else logging.INFO
+    routine = route in PROBES or route.startswith(INTERNAL)
+    level = logging.DEBUG if routine and exchange.status < 400 else logging.INFO
     if not log.isEnabledFor(level):
         return
     fields = fields_of(exchange, route, time.perf_counter())

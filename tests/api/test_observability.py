@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from litestar.testing import TestClient
@@ -161,6 +162,32 @@ def test_a_502_is_one_access_line_found_by_its_request_id(observed, fake, caplog
     assert len(failures) == 3 and all("outcome=http_500" in r.getMessage() for r in failures)
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "capital of Italy" not in text and key not in text
+
+
+def test_store_calls_are_timed_and_their_errors_counted():
+    from api.observability import hooks
+    from api.observability.metrics import exposition
+
+    class Jobs:
+        def get(self, job_id: str) -> str:
+            return job_id
+
+        def update(self, job_id: str) -> None:
+            raise ConnectionError("the store owner does not answer")
+
+    store = SimpleNamespace(jobs=Jobs())
+    hooks.observe_store(store)
+    before = exposition()[0].decode()
+    assert store.jobs.get("j1") == "j1"
+    with pytest.raises(ConnectionError):
+        store.jobs.update("j1")
+    after = exposition()[0].decode()
+    for name, method, change in (("switchboard_store_call_duration_seconds_count", "get", 1),
+                                 ("switchboard_store_call_duration_seconds_count", "update", 1),
+                                 ("switchboard_store_errors_total", "update", 1),
+                                 ("switchboard_store_errors_total", "get", 0)):
+        assert value(after, name, domain="jobs", method=method) - value(before, name, domain="jobs",
+                                                                         method=method) == change
 
 
 def test_rate_limit_refusals_are_counted(data_dir, monkeypatch, fake):
