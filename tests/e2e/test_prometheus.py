@@ -6,15 +6,20 @@ package is not installed (`make test` installs it when it runs as root with apt)
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import httpx
 import pytest
 
+from tests.support.metrics import value
 from tests.support.prometheus import Prometheus, prometheus_binary
-from tests.support.service import free_port, start_service
+from tests.support.service import free_port, start_service, wait_for_api
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
+pytestmark = pytest.mark.e2e
+NO_PROMETHEUS = pytest.mark.skipif(
     prometheus_binary() is None,
-    reason="Debian's prometheus package is not installed (`make test` installs it when root with apt-get)")]
+    reason="Debian's prometheus package is not installed (`make test` installs it when root with apt-get)")
 
 TOKEN = "scrape-token-e2e-0123456789"
 SELECT = {"llm_providers": [{"provider": "openai", "model": m} for m in ("gpt-4o-mini", "gpt-4.1-mini", "gpt-4o")],
@@ -25,6 +30,7 @@ ASK = [{"role": "user", "content": "What is the capital of Italy?"}]
 SELECTS, GATEWAY_CALLS = 5, 3
 
 
+@NO_PROMETHEUS
 def test_prometheus_scrapes_serve_and_counts_what_was_sent(tmp_path, monkeypatch, fake_llm_server):
     for name, value in {"SWITCHBOARD_METRICS_TOKEN": TOKEN, "SWITCHBOARD_HOUSEKEEPING_INTERVAL_S": "5",
                         "SWITCHBOARD_LLM_API_BASE": fake_llm_server.base_url}.items():
@@ -75,3 +81,42 @@ def test_prometheus_scrapes_serve_and_counts_what_was_sent(tmp_path, monkeypatch
         if prometheus is not None:
             prometheus.stop()
         service.stop()
+
+
+def test_two_api_workers_add_up_in_one_scrape(tmp_path):
+    """`switchboard api --workers 2` behind `switchboard store`: whichever worker answers GET /metrics, it counts every
+    request both workers served (prometheus_client's multiprocess mode, run/metrics/)."""
+    from api.cli.processes import Child
+    from storage.store import LocalStore
+    from tests.support.service import BIN
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(mode=0o700)
+    store = LocalStore(data_dir / "switchboard.duckdb")
+    key = store.accounts.issue_key("alice").key
+    store.close()
+    store_port, api_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    env.update(SWITCHBOARD_DATA_DIR=str(data_dir), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    children = []
+    try:
+        for name, argv in (("store", ["store", "--port", str(store_port)]),
+                           ("api", ["api", "--workers", "2", "--port", str(api_port)])):
+            with open(tmp_path / f"{name}.log", "wb") as log:
+                children.append(Child(name, subprocess.Popen([str(BIN / "switchboard"), *argv], env=env, stdout=log,
+                                                             stderr=subprocess.STDOUT, start_new_session=True)))
+            wait_for_api(f"http://127.0.0.1:{store_port if name == 'store' else api_port}", timeout=90)
+        base = f"http://127.0.0.1:{api_port}"
+        for _ in range(SELECTS * 4):  # a new connection each: granian's workers take turns accepting them
+            answer = httpx.post(f"{base}/v2/modelRouter/modelSelect", json={"messages": ASK, **SELECT},
+                                headers={"Authorization": f"Bearer {key}"}, timeout=60)
+            assert answer.status_code == 200, answer.text
+        files = {p.name for p in (data_dir / "run" / "metrics").glob("counter_*.db")}
+        assert len(files) >= 2, files  # both workers counted something
+        for _ in range(6):  # each scrape, whichever worker takes it, sees both workers' counts
+            text = httpx.get(f"{base}/metrics", timeout=30).text
+            assert value(text, "switchboard_http_requests_total", route="/v2/modelRouter/modelSelect",
+                         status="200") == SELECTS * 4
+    finally:
+        for child in reversed(children):
+            child.stop(timeout=30)
