@@ -64,7 +64,8 @@ def build_services(settings: Settings, store: Store) -> Services:
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
         feedback.follow_other_workers(settings.session_flush_seconds)
     calls = CallLog(settings.events_dir, settings.session_flush_seconds).start()
-    gateway = GatewayService(selection, hooks.ObservedCallLog(calls),
+    hooks.observe_calls(calls)
+    gateway = GatewayService(selection, calls,
                              store.preferences, settings,
                              JudgeSampler(settings.events_dir, settings.session_flush_seconds).start())
     runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))

@@ -17,6 +17,7 @@ import tempfile
 import time
 from typing import Any
 
+from api.observability import hooks
 from tests.support.fakes.openai_server import FakeOpenAI
 
 PROMPT = [{"role": "user", "content": "What is the capital of Country007? " * 20}]
@@ -69,8 +70,6 @@ async def call(app: Any, key: str, path: str, body: bytes) -> None:
 
 
 def main() -> None:
-    from api.observability import hooks
-
     batches = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     fake = FakeOpenAI().start()
     os.environ.update(SWITCHBOARD_LLM_API_BASE=fake.base_url, SWITCHBOARD_LLM_API_KEY="sk-bench-0123456789",

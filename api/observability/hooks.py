@@ -117,22 +117,17 @@ def _usage(span: Any, call: Any) -> None:
     span.end()
 
 
-class ObservedCallLog:
-    """The gateway's call log (api/gateway/calls.py), telling telemetry when each call is over."""
+def observe_calls(calls: Any) -> None:
+    """The gateway's call log (api/gateway/calls.py) tells telemetry when each call is over: `record` (a failure, a
+    stream's end) and `log` (an answer, once sent)."""
+    for name in ("record", "log"):
+        write = getattr(calls, name)
 
-    def __init__(self, calls: Any) -> None:
-        self._calls = calls
+        def observed(call: Any, write: Any = write) -> None:
+            call_finished(call)
+            write(call)
 
-    def record(self, call: Any) -> None:
-        call_finished(call)
-        self._calls.record(call)
-
-    def log(self, call: Any) -> None:
-        call_finished(call)
-        self._calls.log(call)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._calls, name)
+        setattr(calls, name, observed)
 
 
 def observe_decisions(selection: Any) -> None:
