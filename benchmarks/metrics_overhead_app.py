@@ -1,8 +1,9 @@
 """The app's own CPU per request with metrics on and off: two copies of the app in this process, called through
 ASGI directly (no server, no sockets), in alternating batches, timed with the calling thread's CPU clock (both
 apps' background threads, session flushes and the log's writer, run whichever batch is timed, so process time
-would mix them up). What wall-clock figures on a busy machine cannot resolve (a few percent), this can, roughly. Run by benchmarks/metrics_overhead.py in an interpreter of its
-own (PROMETHEUS_MULTIPROC_DIR must be set before prometheus_client loads, as under `serve`):
+would mix them up). What wall-clock figures on a busy machine cannot resolve (a few percent), this can, roughly.
+Run by benchmarks/metrics_overhead.py in an interpreter of its own (PROMETHEUS_MULTIPROC_DIR must be set before
+prometheus_client loads, as under `serve`):
 
     PROMETHEUS_MULTIPROC_DIR=$(mktemp -d) .venv/bin/python -m benchmarks.metrics_overhead_app 40
 """
