@@ -40,26 +40,23 @@ from pathlib import Path
 import numpy as np
 
 from api.routing import model_names
+from api.routing.axes import (  # noqa: F401 (AXIS_BENCHMARKS, PROXY_BENCHMARKS: re-exported)
+    AXES,
+    AXIS_BENCHMARKS,
+    MMLU_CENTRE,
+    MMLU_SCALE,
+    PROXY_BENCHMARKS,
+    axes_from,
+    fit_proxy_lines,
+    to_capability,
+)
 
-MMLU_CENTRE = 80.0
-MMLU_SCALE = 10.0
-AXES = ("knowledge", "maths", "code")
-# Which benchmarks give each axis, in order of preference.
-AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
-# Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
-PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA"), "maths": ("GSM8K-0shot", "MATH", "MATH-L5"),
-                    "code": ("CRUX",)}
-MIN_LINE_POINTS = 4
 # The uncertain prior of an axis: this quantile of the known models' capabilities. Pessimistic on purpose: a model
 # nobody measured should not displace one with good published figures at the quality end of the dial.
 UNCERTAIN_QUANTILE = 0.25
 # How many standard deviations of its uncertainty a profile found by a looser match (another snapshot, the base/chat
 # sibling) or imputed from knowledge gives up: a lower confidence bound (module docstring).
 UNCERTAINTY_Z = 0.5
-
-
-def to_capability(score: float) -> float:
-    return (float(score) - MMLU_CENTRE) / MMLU_SCALE
 
 
 mmlu_to_capability = to_capability  # the knowledge axis is what "capability" meant before skills
@@ -232,56 +229,3 @@ def _figures_by(rows: list[FigureRow], key_of) -> dict:
         if k:
             grouped.setdefault(k, {}).setdefault(r.benchmark, []).append(r.score)
     return {k: {b: sum(v) / len(v) for b, v in figures.items()} for k, figures in grouped.items()}
-
-
-def axes_from(figures: dict[str, float], lines: dict[str, tuple[float, float, float, float]]) -> dict[str, float]:
-    """{axis: capability} from one model's figures: the mean of every estimate it has for the axis, its own
-    benchmark (the first of AXIS_BENCHMARKS it has) and each proxy with a line. One benchmark saturates where
-    another still separates models (GSM8K and MGSM near 90 % for every frontier model, MATH from 60 to 97 %), and a
-    mean of several protocols is less noisy than any one of them."""
-    out = {}
-    for axis, benchmarks in AXIS_BENCHMARKS.items():
-        estimates = [to_capability(next(figures[b] for b in benchmarks if b in figures))] \
-            if any(b in figures for b in benchmarks) else []
-        estimates += [_on_line(figures[proxy], lines[proxy]) for proxy in PROXY_BENCHMARKS[axis]
-                      if proxy in figures and proxy in lines]
-        if estimates:
-            out[axis] = sum(estimates) / len(estimates)
-    return out
-
-
-def _on_line(score: float, line: tuple[float, float, float, float]) -> float:
-    intercept, slope, lower, upper = line
-    return min(upper, max(lower, intercept + slope * score))
-
-
-def _first_axes(figures: dict[str, float], lines: dict[str, tuple[float, float, float, float]]) -> dict[str, float]:
-    """{axis: capability} from the axis' own benchmark, else the first proxy with a line: what a proxy's line is
-    fitted against (a line fitted on means that include other proxies would tie the proxies to each other)."""
-    out = {}
-    for axis, benchmarks in AXIS_BENCHMARKS.items():
-        own = next((figures[b] for b in benchmarks if b in figures), None)
-        if own is not None:
-            out[axis] = to_capability(own)
-            continue
-        proxy = next((b for b in PROXY_BENCHMARKS[axis] if b in figures and b in lines), None)
-        if proxy is not None:
-            out[axis] = _on_line(figures[proxy], lines[proxy])
-    return out
-
-
-def fit_proxy_lines(by_model: dict) -> dict[str, tuple[float, float, float, float]]:
-    """proxy benchmark -> (intercept, slope, lower, upper): capability on its axis ~ proxy score, least squares over
-    the models that have the proxy and the axis from the benchmarks before it (own, then earlier proxies), clamped
-    to the capabilities seen in that fit (a line extrapolates badly). A proxy with fewer than MIN_LINE_POINTS such
-    models gets no line and is not used."""
-    lines: dict[str, tuple[float, float, float, float]] = {}
-    for axis, proxies in PROXY_BENCHMARKS.items():
-        for proxy in proxies:
-            pairs = [(figures[proxy], axes[axis]) for figures in by_model.values()
-                     if proxy in figures and axis in (axes := _first_axes(figures, lines))]
-            if len(pairs) >= MIN_LINE_POINTS:
-                x, y = np.array(pairs).T
-                slope, intercept = np.polyfit(x, y, 1)
-                lines[proxy] = (float(intercept), float(slope), float(y.min()), float(y.max()))
-    return lines

@@ -94,23 +94,46 @@ def test_a_borrowed_figure_carries_its_uncertainty_so_a_model_measured_under_its
 
 
 def test_proxy_benchmarks_map_by_a_line_and_join_the_axis_own_figure():
-    models = [("m%d" % i, mmlu, pro) for i, (mmlu, pro) in enumerate([(60, 30), (70, 40), (80, 50), (90, 60)])]
+    models = [("m%d" % i, mmlu, pro) for i, (mmlu, pro) in enumerate([(60, 30), (70, 40), (80, 50), (87, 57)])]
     figures = [("acme", m, "MMLU", mmlu) for m, mmlu, _ in models]
     figures += [("acme", m, "MMLU-Pro", pro) for m, _, pro in models]
     figures += [("acme", "pro-only", "MMLU-Pro", 45.0), ("acme", "both", "MMLU", 62.0),
-                ("acme", "both", "MMLU-Pro", 58.0), ("acme", "far-out", "MMLU-Pro", 99.0)]
+                ("acme", "both", "MMLU-Pro", 58.0), ("acme", "far-down", "MMLU-Pro", 1.0),
+                ("acme", "far-up", "MMLU-Pro", 99.0)]
     prior = CapabilityPrior(rows(*figures))
     intercept, slope, lower, upper = prior.lines["MMLU-Pro"]
     pairs = [(p, to_capability(m)) for _, m, p in models] + [(58.0, to_capability(62))]  # every model with both
     expected_slope, expected_intercept = np.polyfit(*zip(*pairs), 1)
     assert (slope, intercept) == (pytest.approx(expected_slope), pytest.approx(expected_intercept))
-    assert (lower, upper) == (pytest.approx(to_capability(60)), pytest.approx(to_capability(90)))
+    # clamped below to the fitted range, above only at the proxy's own ceiling (a harder benchmark may separate
+    # models above the anchor's range: api/routing/axes.py)
+    assert (lower, upper) == (pytest.approx(to_capability(60)), pytest.approx(intercept + slope * 100))
     assert prior.lookup("acme", "pro-only")[0] == pytest.approx(intercept + slope * 45)
     # own figure and proxy both count: their mean (a saturated benchmark no longer hides what another separates)
     assert prior.lookup("acme", "both")[0] == pytest.approx((to_capability(62) + intercept + slope * 58) / 2)
-    assert prior.lookup("acme", "far-out")[0] == pytest.approx(upper)  # clamped to the fitted range
+    assert prior.lookup("acme", "far-down")[0] == pytest.approx(lower)
+    assert prior.lookup("acme", "far-up")[0] == pytest.approx(intercept + slope * 99)
+    assert prior.lookup("acme", "far-up")[0] > to_capability(87)
     # too few models with both: no line, so the proxy is not used
     assert "MMLU-Pro" not in fit_proxy_lines({("x",): {"MMLU": 70.0, "MMLU-Pro": 40.0}})
+
+
+def test_a_saturated_figure_neither_fits_a_line_nor_squashes_a_harder_benchmark():
+    """Every frontier model scores about 90 on MMLU: the GPQA line is fitted where MMLU still separates, and a
+    model at 91 on MMLU reads knowledge from GPQA (never below its MMLU)."""
+    fitted = [(60, 30), (70, 35), (80, 45), (86, 52)]
+    figures = [("acme", f"m{i}", b, s) for i, pair in enumerate(fitted) for b, s in zip(("MMLU", "GPQA"), pair)]
+    figures += [("acme", "frontier", "MMLU", 91.0), ("acme", "frontier", "GPQA", 85.0),
+                ("acme", "older", "MMLU", 90.0), ("acme", "older", "GPQA", 50.0),
+                ("acme", "saturated-only", "MMLU", 92.0)]
+    prior = CapabilityPrior(rows(*figures))
+    intercept, slope, *_ = prior.lines["GPQA"]
+    expected_slope, expected_intercept = np.polyfit([g for _, g in fitted], [to_capability(m) for m, _ in fitted], 1)
+    assert (slope, intercept) == (pytest.approx(expected_slope), pytest.approx(expected_intercept))
+    assert prior.lookup("acme", "frontier")[0] == pytest.approx(intercept + slope * 85)
+    assert prior.lookup("acme", "frontier")[0] > to_capability(91) + 1
+    assert prior.lookup("acme", "older")[0] == pytest.approx(to_capability(90))  # the floor
+    assert prior.lookup("acme", "saturated-only")[0] == pytest.approx(to_capability(92))
 
 
 def test_the_uncertain_prior_is_a_low_quantile_of_known_models_and_ignores_price():

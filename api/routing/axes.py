@@ -1,0 +1,108 @@
+"""How per-benchmark figures become a model's skills on the router's three axes (api/routing/capability.py).
+
+Each axis is on the capability scale c = (accuracy % - 80) / 10 of its own benchmarks (first); every later benchmark
+(a proxy) maps onto it by a least-squares line fitted, when the figures load, on the models that have both it and
+the axis from the benchmarks before it:
+- knowledge: MMLU; MMLU-Redux, MMLU-Pro, GPQA (Diamond), Arena-Text (LMArena's text Elo: a chat-preference standing);
+- maths: GSM8K, else MGSM; GSM8K-0shot (ZeroEval), MATH, MATH-L5, AIME-2024, AIME-2025;
+- code: HumanEval; CRUX (CRUXEval output prediction), LiveCodeBench, SWE-bench-Verified, Aider-Polyglot.
+A model's value on an axis is the mean of its own figure and its mapped proxies: one benchmark saturates where
+another still separates models.
+
+Saturation (issue 32). Today's frontier models all score 88-93 on MMLU and 90-97 on GSM8K and HumanEval: there those
+benchmarks say "at least this good" and nothing more, so gpt-4o-mini and gpt-5 stood within a few tenths on every
+axis. Two rules keep the harder benchmarks (GPQA, MMLU-Pro, AIME, LiveCodeBench, SWE-bench, Arena) from being
+squashed back onto the saturated scale:
+1. a line is fitted only on models whose anchor figure is below SATURATED (the anchor still separates them);
+2. a line is clamped below at the lowest capability of its fit, but above only by what the proxy itself can reach
+   (its value at the benchmark's ceiling): above the saturated range, the hard benchmark is the evidence.
+And a model with a saturated own figure and at least one mapped proxy reads the axis from its proxies alone (the
+saturated figure is a floor: the mean never drops below it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MMLU_CENTRE = 80.0
+MMLU_SCALE = 10.0
+AXES = ("knowledge", "maths", "code")
+# Which benchmarks give each axis, in order of preference.
+AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
+# Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
+PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA", "Arena-Text"),
+                    "maths": ("GSM8K-0shot", "MATH", "MATH-L5", "AIME-2024", "AIME-2025"),
+                    "code": ("CRUX", "LiveCodeBench", "SWE-bench-Verified", "Aider-Polyglot")}
+# Recorded in the figures file but mapped onto no axis: every current model scores 80-90 on IFEval, so its line
+# would carry noise, not order.
+UNMAPPED_BENCHMARKS = ("IFEval",)
+# Benchmarks on another scale than percent: (lowest, highest) a figure may take.
+SCORE_RANGE = {"Arena-Text": (800.0, 2000.0)}
+# An anchor figure at or above this (percent) is saturated (module docstring).
+SATURATED = 88.0
+MIN_LINE_POINTS = 4
+
+Line = tuple[float, float, float, float]  # intercept, slope, lower clamp, upper clamp
+
+
+def to_capability(score: float) -> float:
+    return (float(score) - MMLU_CENTRE) / MMLU_SCALE
+
+
+def score_range(benchmark: str) -> tuple[float, float]:
+    return SCORE_RANGE.get(benchmark, (0.0, 100.0))
+
+
+def _own(figures: dict[str, float], axis: str) -> float | None:
+    return next((figures[b] for b in AXIS_BENCHMARKS[axis] if b in figures), None)
+
+
+def axes_from(figures: dict[str, float], lines: dict[str, Line]) -> dict[str, float]:
+    """{axis: capability} from one model's figures: the mean of every estimate it has for the axis, its own
+    benchmark and each proxy with a line; a saturated own figure is a floor under the proxies' mean instead
+    (module docstring)."""
+    out = {}
+    for axis in AXES:
+        own = _own(figures, axis)
+        proxies = [_on_line(figures[proxy], lines[proxy]) for proxy in PROXY_BENCHMARKS[axis]
+                   if proxy in figures and proxy in lines]
+        if own is not None and own >= SATURATED and proxies:
+            out[axis] = max(to_capability(own), sum(proxies) / len(proxies))
+        elif own is not None or proxies:
+            estimates = ([to_capability(own)] if own is not None else []) + proxies
+            out[axis] = sum(estimates) / len(estimates)
+    return out
+
+
+def _on_line(score: float, line: Line) -> float:
+    intercept, slope, lower, upper = line
+    return min(upper, max(lower, intercept + slope * score))
+
+
+def _anchor(figures: dict[str, float], axis: str, lines: dict[str, Line]) -> float | None:
+    """The axis from its own benchmark when that still separates models, else from the first proxy with a line:
+    what a proxy's line is fitted against (a line fitted on means that include other proxies would tie the proxies
+    to each other; one fitted on a saturated figure would squash the proxy onto it)."""
+    own = _own(figures, axis)
+    if own is not None and own < SATURATED:
+        return to_capability(own)
+    proxy = next((b for b in PROXY_BENCHMARKS[axis] if b in figures and b in lines), None)
+    return _on_line(figures[proxy], lines[proxy]) if proxy is not None else None
+
+
+def fit_proxy_lines(by_model: dict) -> dict[str, Line]:
+    """proxy benchmark -> (intercept, slope, lower, upper): capability on its axis ~ proxy score, least squares over
+    the models that have the proxy and an unsaturated anchor on the axis (own benchmark, else earlier proxies),
+    clamped below to the lowest capability of the fit and above to the line's value at the proxy's ceiling (module
+    docstring). A proxy with fewer than MIN_LINE_POINTS such models gets no line and is not used."""
+    lines: dict[str, Line] = {}
+    for axis, proxies in PROXY_BENCHMARKS.items():
+        for proxy in proxies:
+            pairs = [(figures[proxy], anchor) for figures in by_model.values()
+                     if proxy in figures and (anchor := _anchor(figures, axis, lines)) is not None]
+            if len(pairs) >= MIN_LINE_POINTS:
+                x, y = np.array(pairs).T
+                slope, intercept = np.polyfit(x, y, 1)
+                ceiling = float(intercept + slope * score_range(proxy)[1])
+                lines[proxy] = (float(intercept), float(slope), float(y.min()), max(float(y.max()), ceiling))
+    return lines
