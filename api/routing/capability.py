@@ -34,6 +34,7 @@ what explain() reports.
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,7 @@ from api.routing.axes import (  # noqa: F401 (AXIS_BENCHMARKS, PROXY_BENCHMARKS:
     fit_proxy_lines,
     to_capability,
 )
+from api.routing.placement import Known, Placer, parse
 
 # The uncertain prior of an axis: this quantile of the known models' capabilities. Pessimistic on purpose: a model
 # nobody measured should not displace one with good published figures at the quality end of the dial.
@@ -121,9 +123,12 @@ class CapabilityPrior:
     the artefact, nothing here consults it: price and size are no evidence of skill."""
 
     def __init__(self, rows: list[FigureRow], fallback: FallbackLine | None = None,
-                 imputation: dict[str, tuple[float, float]] | None = None):
+                 imputation: dict[str, tuple[float, float]] | None = None,
+                 prices: Mapping[tuple[str, str], float] | None = None):
+        self.rows = list(rows)
         self.fallback = fallback
         self.imputation = imputation or {}  # axis -> (intercept, slope) on knowledge
+        self.prices = dict(prices or {})  # (provider, model) -> output $/M: the vendors' price ladders (placement)
         self._exact = _figures_by(rows, lambda r: (r.provider, r.model))
         self._levels = [_figures_by(rows, lambda r, level=level: model_names.key(r.model, level))
                         for level in model_names.LEVELS]
@@ -137,7 +142,13 @@ class CapabilityPrior:
         self.uncertain = np.array([
             _quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in known)
             else to_capability(MMLU_CENTRE) for a in AXES])
-        self._cache: dict[tuple[str, str], tuple[np.ndarray, str, tuple[str, ...], np.ndarray]] = {}
+        self.placer = Placer(_known_models(rows, by_spelling, self.lines, self.prices))
+        self._cache: dict[tuple, tuple[np.ndarray, str, tuple[str, ...], np.ndarray]] = {}
+
+    def with_rows(self, extra: Iterable[FigureRow]) -> "CapabilityPrior":
+        """A prior that also knows `extra` figures (measured ones, e.g. onboarding's), everything else the same:
+        the seam for figures that do not come from the shipped file."""
+        return CapabilityPrior(self.rows + list(extra), self.fallback, self.imputation, self.prices)
 
     def _axes_of(self, figures: dict[str, float]) -> dict[str, float]:
         return axes_from(figures, self.lines)
@@ -145,22 +156,23 @@ class CapabilityPrior:
     def lookup(self, provider: str, model: str, output_price: float | None = None,
                context_length: int | None = None) -> tuple[float, str]:
         """(knowledge capability, where it came from: 'prior' | 'family' | 'uncertain')."""
-        skills, how, *_ = self.profile(provider, model)
+        skills, how, *_ = self.profile(provider, model, output_price)
         return float(skills[0]), how
 
     def skills(self, provider: str, model: str, output_price: float | None = None,
                context_length: int | None = None) -> tuple[np.ndarray, str]:
-        """(capability per axis of AXES, where knowledge came from). Price and context are accepted for callers
-        that pass a candidate's fields and ignored."""
-        skills, how, *_ = self.profile(provider, model)
+        """(capability per axis of AXES, where knowledge came from). The price places a model its name does not
+        (api/routing/placement.py); the context length is accepted for callers that pass a candidate's fields."""
+        skills, how, *_ = self.profile(provider, model, output_price)
         return skills, how
 
-    def profile(self, provider: str, model: str) -> tuple[np.ndarray, str, tuple[str, ...], np.ndarray]:
+    def profile(self, provider: str, model: str,
+                output_price: float | None = None) -> tuple[np.ndarray, str, tuple[str, ...], np.ndarray]:
         """(capability per axis, source of knowledge, source per axis, uncertainty per axis) with sources 'prior' |
-        'family' | 'imputed' (maths/code from knowledge) | 'uncertain'. The capability is the lower bound,
-        estimate - UNCERTAINTY_Z x uncertainty (module docstring); the uncertainty is 0 for a model's own figures
-        and for the uncertain prior (already a low quantile)."""
-        cache_key = (_norm(provider), _norm(model))
+        'family' | 'tier' | 'price' (api/routing/placement.py) | 'imputed' (maths/code from knowledge) |
+        'uncertain'. The capability is the lower bound, estimate - UNCERTAINTY_Z x uncertainty (module docstring);
+        the uncertainty is 0 for a model's own figures and for the uncertain prior (already a low quantile)."""
+        cache_key = (_norm(provider), _norm(model), output_price)
         hit = self._cache.get(cache_key)
         if hit is not None:
             return hit
@@ -170,6 +182,10 @@ class CapabilityPrior:
             if name_key:
                 candidates.append(("prior" if level == model_names.SPELLING else "family",
                                    self.level_sd.get(level, 0.0), self._axes_of(index.get(name_key, {}))))
+        if not any(axes for _, _, axes in candidates):
+            placed = self.placer.place(cache_key[0], cache_key[1], output_price)
+            if placed is not None:
+                candidates.append((placed[1], self.placer.level_sd[placed[1]], placed[0]))
         values, sources, sds = [], [], []
         for axis in AXES:
             found = next(((axes[axis], how, sd) for how, sd, axes in candidates if axis in axes), None)
@@ -229,3 +245,27 @@ def _figures_by(rows: list[FigureRow], key_of) -> dict:
         if k:
             grouped.setdefault(k, {}).setdefault(r.benchmark, []).append(r.score)
     return {k: {b: sum(v) / len(v) for b, v in figures.items()} for k, figures in grouped.items()}
+
+
+def _known_models(rows: list[FigureRow], by_spelling: dict, lines: dict,
+                  prices: Mapping[tuple[str, str], float]) -> list[Known]:
+    """One entry per (provider, model with figures) for the placer, with the provider's list price of the model
+    (by its name, else by another snapshot's: gpt-4o-2024-08-06 costs what gpt-4o costs)."""
+    by_snapshot: dict[tuple[str, tuple[str, ...]], float] = {}
+    for (provider, model), price in prices.items():
+        snap = (provider, model_names.key(model, model_names.SNAPSHOT))
+        by_snapshot[snap] = min(price, by_snapshot.get(snap, price))
+    out, seen = [], set()
+    for r in rows:
+        spelling = model_names.key(r.model, model_names.SPELLING)
+        parts = parse(r.model)
+        if (r.provider, spelling) in seen or parts is None or not spelling:
+            continue
+        seen.add((r.provider, spelling))
+        axes = axes_from(by_spelling[spelling], lines)
+        if axes:
+            snapshot = model_names.key(r.model, model_names.SNAPSHOT)
+            price = prices.get((r.provider, r.model), by_snapshot.get((r.provider, snapshot)))
+            out.append(Known(r.provider, r.model, snapshot, model_names.key(r.model, model_names.VARIANT), parts,
+                             price, axes))
+    return out
