@@ -4,7 +4,8 @@ Each axis is on the capability scale c = (accuracy % - 80) / 10 of its own bench
 (a proxy) maps onto it by a least-squares line fitted, when the figures load, on the models that have both it and
 the axis from the benchmarks before it:
 - knowledge: MMLU; MMLU-Redux, MMLU-Pro, GPQA (Diamond), Arena-Text (LMArena's text Elo: a chat-preference standing);
-- maths: GSM8K, else MGSM; GSM8K-0shot (ZeroEval), MATH, MATH-L5, AIME-2024, AIME-2025;
+- maths: GSM8K, else MGSM; GSM8K-0shot (ZeroEval), MATH, MATH-L5, OTIS-Mock-AIME (Epoch AI's AIME-style set),
+  AIME-2024, AIME-2025;
 - code: HumanEval; CRUX (CRUXEval output prediction), LiveCodeBench, SWE-bench-Verified, Aider-Polyglot.
 A model's value on an axis is the mean of its own figure and its mapped proxies: one benchmark saturates where
 another still separates models.
@@ -31,7 +32,7 @@ AXES = ("knowledge", "maths", "code")
 AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
 # Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
 PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA", "Arena-Text"),
-                    "maths": ("GSM8K-0shot", "MATH", "MATH-L5", "AIME-2024", "AIME-2025"),
+                    "maths": ("GSM8K-0shot", "MATH", "MATH-L5", "OTIS-Mock-AIME", "AIME-2024", "AIME-2025"),
                     "code": ("CRUX", "LiveCodeBench", "SWE-bench-Verified", "Aider-Polyglot")}
 # Recorded in the figures file but mapped onto no axis: every current model scores 80-90 on IFEval, so its line
 # would carry noise, not order.
