@@ -42,6 +42,7 @@ SCORE_RANGE = {"Arena-Text": (800.0, 2000.0)}
 # An anchor figure at or above this (percent) is saturated (module docstring).
 SATURATED = 88.0
 MIN_LINE_POINTS = 4
+MIN_CORRELATION = 0.5  # below it, a proxy's line on its own axis is noise (fit_proxy_lines)
 
 Line = tuple[float, float, float, float]  # intercept, slope, lower clamp, upper clamp
 
@@ -92,18 +93,54 @@ def _anchor(figures: dict[str, float], axis: str, lines: dict[str, Line]) -> flo
 
 
 def fit_proxy_lines(by_model: dict) -> dict[str, Line]:
-    """proxy benchmark -> (intercept, slope, lower, upper): capability on its axis ~ proxy score, least squares over
-    the models that have the proxy and an unsaturated anchor on the axis (own benchmark, else earlier proxies),
+    """proxy benchmark -> (intercept, slope, lower, upper): capability on its axis ~ proxy score, by least squares,
     clamped below to the lowest capability of the fit and above to the line's value at the proxy's ceiling (module
-    docstring). A proxy with fewer than MIN_LINE_POINTS such models gets no line and is not used."""
+    docstring). Two passes: first each proxy against the axis from the benchmarks before it (own, else earlier
+    proxies); then each against the mean of every other estimate the model has on the axis (its unsaturated own
+    figure and the other proxies on their first-pass lines), so a benchmark only today's models have (SWE-bench,
+    AIME) is fitted on them, against the other hard benchmarks they share, not on the few old models that also
+    have an old one. A proxy with fewer than MIN_LINE_POINTS such models gets no line and is not used."""
+    first: dict[str, Line] = {}
+    for axis, proxies in PROXY_BENCHMARKS.items():
+        for proxy in proxies:
+            _fit(first, proxy, [(figures[proxy], anchor) for figures in by_model.values()
+                                if proxy in figures and (anchor := _anchor(figures, axis, first)) is not None])
     lines: dict[str, Line] = {}
     for axis, proxies in PROXY_BENCHMARKS.items():
         for proxy in proxies:
             pairs = [(figures[proxy], anchor) for figures in by_model.values()
-                     if proxy in figures and (anchor := _anchor(figures, axis, lines)) is not None]
-            if len(pairs) >= MIN_LINE_POINTS:
-                x, y = np.array(pairs).T
-                slope, intercept = np.polyfit(x, y, 1)
-                ceiling = float(intercept + slope * score_range(proxy)[1])
-                lines[proxy] = (float(intercept), float(slope), float(y.min()), max(float(y.max()), ceiling))
+                     if proxy in figures and (anchor := _others(figures, axis, proxy, first)) is not None]
+            if axis != AXES[0] and not _informative(pairs):
+                pairs = [(figures[proxy], anchor) for figures in by_model.values()
+                         if proxy in figures and (anchor := _others(figures, AXES[0], proxy, first)) is not None]
+            _fit(lines, proxy, pairs)
     return lines
+
+
+def _informative(pairs: list[tuple[float, float]]) -> bool:
+    """Whether enough models, whose estimates agree enough (MIN_CORRELATION), anchor a line. The agentic code
+    benchmarks (SWE-bench, Aider) share models with HumanEval and CRUX only among old models, where they do not
+    agree (correlation about 0); against knowledge, which today's models all have (GPQA, MMLU-Pro), they agree
+    at 0.7-0.8, so such a proxy is fitted on knowledge: today's standing in general, the best evidence there is."""
+    if len(pairs) < MIN_LINE_POINTS:
+        return False
+    x, y = np.array(pairs).T
+    return bool(np.std(x) > 0 and np.std(y) > 0 and np.corrcoef(x, y)[0, 1] >= MIN_CORRELATION)
+
+
+def _others(figures: dict[str, float], axis: str, proxy: str, lines: dict[str, Line]) -> float | None:
+    """The mean of a model's estimates on `axis` other than `proxy`'s: its own figure when unsaturated, and every
+    other proxy with a line."""
+    own = _own(figures, axis)
+    estimates = [to_capability(own)] if own is not None and own < SATURATED else []
+    estimates += [_on_line(figures[b], lines[b]) for b in PROXY_BENCHMARKS[axis]
+                  if b != proxy and b in figures and b in lines]
+    return sum(estimates) / len(estimates) if estimates else None
+
+
+def _fit(lines: dict[str, Line], proxy: str, pairs: list[tuple[float, float]]) -> None:
+    if len(pairs) >= MIN_LINE_POINTS:
+        x, y = np.array(pairs).T
+        slope, intercept = np.polyfit(x, y, 1)
+        ceiling = float(intercept + slope * score_range(proxy)[1])
+        lines[proxy] = (float(intercept), float(slope), float(y.min()), max(float(y.max()), ceiling))

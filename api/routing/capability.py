@@ -182,7 +182,7 @@ class CapabilityPrior:
             if name_key:
                 candidates.append(("prior" if level == model_names.SPELLING else "family",
                                    self.level_sd.get(level, 0.0), self._axes_of(index.get(name_key, {}))))
-        if not any(axes for _, _, axes in candidates):
+        if not any(AXES[0] in axes for _, _, axes in candidates):
             placed = self.placer.place(cache_key[0], cache_key[1], output_price)
             if placed is not None:
                 candidates.append((placed[1], self.placer.level_sd[placed[1]], placed[0]))

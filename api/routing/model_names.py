@@ -49,7 +49,7 @@ def tokens(name: str) -> tuple[str, ...]:
 
 def _strip_snapshot_tail(toks: list[str]) -> list[str]:
     """Drop trailing snapshot tags: latest/preview/exp, a release 'v0...' (not a generation: deepseek-v2 stays), a
-    date (2024 08 06, 24 09 07, 09 2025) or a number of 3+ digits (0125, 002, 20240620). Short numbers stay: they
+    date (2024 08 06, 24 09 07, 09 2025; 05 20 after preview or exp) or a number of 3+ digits (0125, 002, 20240620). Short numbers stay: they
     are the family's version (claude-sonnet-3-5, llama 3 1)."""
     while len(toks) > 1:
         if toks[-1] in _SNAPSHOT_WORDS:
@@ -66,6 +66,8 @@ def _strip_snapshot_tail(toks: list[str]) -> list[str]:
         elif run >= 3 and widths[-3:] in ([4, 2, 2], [2, 2, 2]):
             del toks[-3:]
         elif run >= 2 and widths[-2:] == [2, 4]:
+            del toks[-2:]
+        elif run == 2 and widths == [2, 2] and toks[-3] in _SNAPSHOT_WORDS:  # gemini-2.5-flash-preview-05-20
             del toks[-2:]
         elif widths[-1] >= 3:
             toks.pop()

@@ -4,10 +4,10 @@ model is placed"): by its name against the models of its family that have figure
 A name reads as family, generation, tier, size, line and mode (`parse`): claude-opus-4-5 is family claude,
 generation 4.5, tier opus; gemini-2.5-flash-lite family gemini, generation 2.5, tier lite (the lowest of its words);
 Llama-3.1-70B-Instruct family llama, generation 3.1, size 70b; gpt-5.6-sol family gpt, generation 5.6, line 'sol'
-(a word that is neither a tier nor a tag); grok-4.20-reasoning mode 'reasoning'. In order:
+(a word that is neither a tier nor a tag); grok-4.20-reasoning and a figures row 'claude-opus-4-5:thinking-32k' mode 'reasoning'. In order:
 
-1. tier: the family's models with figures, of the same line and a compatible mode (a reasoning variant never reads
-   a non-reasoning sibling's figures, nor the reverse), at the nearest generation that has any (an older one
+1. tier: the family's models with figures, of the same line and mode (a reasoning variant never reads a
+   non-reasoning sibling's figures, nor the reverse), at the nearest generation that has any (an older one
    first: a newer generation is rarely weaker, so the older figure is the safer guess). Among those, the same tier
    (or size) gives its figures as they are; another tier is shifted by the gap between tiers, and another size by
    the gap per doubling of size, both fitted on the figures' own same-generation siblings (TIER_RANK orders the
@@ -54,14 +54,16 @@ class NameParts:
 
 def parse(name: str) -> NameParts | None:
     """The parts of a model's name (module docstring); None when it has no family word."""
-    toks = model_names.stripped_tokens(name)
+    base, _, setting = name.partition(":")  # '<id>:<setting>' rows: a reasoning setting the figures file keeps apart
+    toks = model_names.stripped_tokens(base)
     words = [t for t in toks if not t.isdigit()]
     if not words:
         return None
+    said = set(words) | set(model_names.tokens(setting))
     mode = ""
-    if "reasoning" in words and "non" in words:
+    if said & {"non", "no", "off"} and said & set(_MODE_WORDS) or model_names.tokens(setting)[-1:] == ("0",):
         mode = "non-reasoning"
-    elif any(w in _MODE_WORDS for w in words) or _is_r_series(toks):
+    elif said & set(_MODE_WORDS) or _is_r_series(toks):
         mode = "reasoning"
     family, generation, size, tiers, line = words[0], None, None, [], []
     i = toks.index(family) + 1
@@ -116,7 +118,7 @@ class Known:
 
 
 def _compatible(a: NameParts, b: NameParts) -> bool:
-    return a.family == b.family and a.line == b.line and (a.mode == b.mode or "" in (a.mode, b.mode))
+    return a.family == b.family and a.line == b.line and a.mode == b.mode
 
 
 def _nearest_generation(target: float | None, generations: list[float | None]) -> float | None:
@@ -176,45 +178,47 @@ class Placer:
         placed = self._by_tier(parts, [k for k in family if _compatible(parts, k.parts)])
         if placed:
             return placed, "tier"
-        ladder = [k for k in family if k.provider == provider and k.price and (
-            parts.mode == k.parts.mode or "" in (parts.mode, k.parts.mode))]
+        ladder = [k for k in family if k.provider == provider and k.price and k.parts.mode == parts.mode]
         placed = self._by_price(parts, price, ladder)
         return (placed, "price") if placed else None
 
     def _by_tier(self, parts: NameParts, siblings: list[Known]) -> dict[str, float]:
+        """Per axis, from the siblings with that axis at the nearest generation that has any (module docstring)."""
         if parts.tier is None and parts.size_b is None:
             return {}
-        generation = _nearest_generation(parts.generation, [k.parts.generation for k in siblings])
-        here = [k for k in siblings if k.parts.generation == generation]
-        same = [k for k in here if (k.parts.tier, k.parts.size_b) == (parts.tier, parts.size_b)]
-        if same:
-            return _mean_axes([k.axes for k in same])
-        shifted = []
-        for k in here:
-            if parts.size_b is not None and k.parts.size_b is not None:
-                gap = self.size_gap * math.log2(parts.size_b / k.parts.size_b)
-            elif parts.tier is not None and k.parts.tier is not None:
-                gap = self.tier_gap * (parts.tier - k.parts.tier)
-            else:
-                continue
-            shifted.append({axis: v + gap[AXES.index(axis)] for axis, v in k.axes.items()})
-        return _mean_axes(shifted)
-
-    def _by_price(self, parts: NameParts, price: float | None, ladder: list[Known]) -> dict[str, float]:
-        if not price or price <= 0 or not ladder:
-            return {}
-        generation = _nearest_generation(parts.generation, [k.parts.generation for k in ladder])
-        rung = [k for k in ladder if k.parts.generation == generation]
         out = {}
         for j, axis in enumerate(AXES):
-            points = [(math.log(k.price), k.axes[axis]) for k in rung if axis in k.axes]
+            having = [k for k in siblings if axis in k.axes]
+            generation = _nearest_generation(parts.generation, [k.parts.generation for k in having])
+            here = [k for k in having if k.parts.generation == generation]
+            same = [k.axes[axis] for k in here if (k.parts.tier, k.parts.size_b) == (parts.tier, parts.size_b)]
+            if same:
+                out[axis] = sum(same) / len(same)
+                continue
+            shifted = []
+            for k in here:
+                if parts.size_b is not None and k.parts.size_b is not None:
+                    shifted.append(k.axes[axis] + self.size_gap[j] * math.log2(parts.size_b / k.parts.size_b))
+                elif parts.tier is not None and k.parts.tier is not None:
+                    shifted.append(k.axes[axis] + self.tier_gap[j] * (parts.tier - k.parts.tier))
+            if shifted:
+                out[axis] = sum(shifted) / len(shifted)
+        return out
+
+    def _by_price(self, parts: NameParts, price: float | None, ladder: list[Known]) -> dict[str, float]:
+        if not price or price <= 0:
+            return {}
+        out = {}
+        for j, axis in enumerate(AXES):
+            having = [k for k in ladder if axis in k.axes]
+            generation = _nearest_generation(parts.generation, [k.parts.generation for k in having])
+            points = [(math.log(k.price), k.axes[axis]) for k in having if k.parts.generation == generation]
             if not points:
                 continue
             x, y = np.array(points).T
-            slope = float(np.polyfit(x, y, 1)[0]) if len(set(x)) > 1 else float(self.price_slope[j])
-            slope = max(slope, 0.0)
+            slope = max(float(np.polyfit(x, y, 1)[0]) if len(set(x)) > 1 else float(self.price_slope[j]), 0.0)
             value = float(y.mean() + slope * (math.log(price) - x.mean()))
-            out[axis] = min(float(y.max()), value)  # a dearer model than the ladder's top: no evidence it is better
+            out[axis] = min(float(y.max()), value)  # dearer than the ladder's top: no evidence it is better
         return out
 
     def masked(self) -> list[tuple[Known, dict[str, float], str]]:
@@ -236,10 +240,3 @@ class Placer:
         return {level: float(np.sqrt(np.mean(np.square(e)))) for level, e in errors.items() if e}
 
 
-def _mean_axes(profiles: list[dict[str, float]]) -> dict[str, float]:
-    out = {}
-    for axis in AXES:
-        values = [p[axis] for p in profiles if axis in p]
-        if values:
-            out[axis] = sum(values) / len(values)
-    return out

@@ -53,21 +53,22 @@ def test_quality_is_a_probability_and_prefers_the_stronger_model(router):
     assert q[0] > q[1]
 
 
-def test_unseen_models_get_scores_from_prior_family_or_the_uncertain_prior(router):
+def test_unseen_models_get_scores_from_prior_family_placement_or_the_uncertain_prior(router):
     cands = [
         Candidate("openai", "gpt-4o", 2.5, 10.0, 128000),  # prior row
         Candidate("openai", "gpt-4o-2099-01-01", 2.5, 10.0, 128000),  # family (date stripped)
-        Candidate("anthropic", "claude-opus-4-7", 5.0, 25.0, 1_000_000),  # nobody scored it
-        Candidate("togetherai", "meta-llama/Llama-3.2-1B-Instruct", 0.06, 0.06, 131072),  # nor this one
-        Candidate("custom", "my-tiny-model", 0.01, 0.01, 4096),  # custom model without figures
+        Candidate("anthropic", "claude-opus-4-99", 5.0, 25.0, 1_000_000),  # nobody scored it: placed by its tier
+        Candidate("custom", "my-tiny-model", 0.01, 0.01, 4096),  # custom model without figures or family
+        Candidate("custom", "my-huge-model", 60.0, 240.0, 2_000_000),  # nor this one
     ]
     sources = [e["source"] for e in router.explain(cands)]
-    assert sources == ["prior", "family", "uncertain", "uncertain", "uncertain"]
+    assert sources == ["prior", "family", "tier", "uncertain", "uncertain"]
     f = router.featurizer.featurize("Write a Python function that merges two sorted linked lists.")
     q = router.predict_quality(f, cands)
     assert np.all(np.isfinite(q)) and np.all((q > 0) & (q < 1))
-    # no figures: the same uncertain prior whatever the price or context, below a model with strong figures
-    assert q[2] == pytest.approx(q[3]) and q[3] == pytest.approx(q[4]) and q[0] > q[2]
+    # no figures and no family: the same uncertain prior whatever the price or context, below a model with strong
+    # figures; a new opus reads its family's opus figures (api/routing/placement.py), above the unknown
+    assert q[3] == pytest.approx(q[4]) and q[0] > q[3] and q[2] > q[3]
     assert q[0] == pytest.approx(q[1], abs=0.05)
 
 
