@@ -121,14 +121,16 @@ def _compatible(a: NameParts, b: NameParts) -> bool:
     return a.family == b.family and a.line == b.line and a.mode == b.mode
 
 
-def _nearest_generation(target: float | None, generations: list[float | None]) -> float | None:
-    """The generation to read: the same, else the nearest older one, else the nearest newer; the newest when the
-    name carries none (gemini-flash-latest)."""
+def _nearest_generation(target: float | None, generations: list[float | None],
+                        sized: bool = False) -> float | None:
+    """The generation to read: the same, else the nearest older one, else the nearest newer. A name without one is
+    an API alias of the newest (gemini-flash-latest, deepseek-reasoner), or, with a size in it, the first release
+    of open weights (yi-34b, before yi-1.5-34b)."""
     known = sorted({g for g in generations if g is not None})
     if not known:
         return None
     if target is None:
-        return known[-1]
+        return known[0] if sized else known[-1]
     older = [g for g in known if g <= target]
     return older[-1] if older else known[0]
 
@@ -189,7 +191,8 @@ class Placer:
         out = {}
         for j, axis in enumerate(AXES):
             having = [k for k in siblings if axis in k.axes]
-            generation = _nearest_generation(parts.generation, [k.parts.generation for k in having])
+            generation = _nearest_generation(parts.generation, [k.parts.generation for k in having],
+                                             parts.size_b is not None)
             here = [k for k in having if k.parts.generation == generation]
             same = [k.axes[axis] for k in here if (k.parts.tier, k.parts.size_b) == (parts.tier, parts.size_b)]
             if same:
@@ -240,3 +243,32 @@ class Placer:
         return {level: float(np.sqrt(np.mean(np.square(e)))) for level, e in errors.items() if e}
 
 
+
+
+def masking_correlations(placer: Placer, min_models: int = 4) -> dict[str, tuple[float, int]]:
+    """provider -> (Spearman rank correlation, models) between where each model with figures stands and where it is
+    placed with its own figures hidden (Placer.masked), over the providers with at least `min_models` placed. A
+    model's standing is its mean capability over the axes both have."""
+    by_provider: dict[str, dict[tuple[str, ...], tuple[float, float]]] = {}
+    for k, axes, _ in placer.masked():
+        common = [a for a in axes if a in k.axes]
+        if common:
+            by_provider.setdefault(k.provider, {})[k.variant] = (
+                sum(k.axes[a] for a in common) / len(common), sum(axes[a] for a in common) / len(common))
+    out = {}
+    for provider, standings in sorted(by_provider.items()):
+        if len(standings) >= min_models:
+            true, placed = np.array(list(standings.values())).T
+            out[provider] = (float(np.corrcoef(_ranks(true), _ranks(placed))[0, 1]), len(standings))
+    return out
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks with ties averaged (Spearman's)."""
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(len(values), dtype=float)
+    for v in np.unique(values):
+        tied = values == v
+        ranks[tied] = ranks[tied].mean()
+    return ranks
