@@ -59,20 +59,28 @@ def _own(figures: dict[str, float], axis: str) -> float | None:
     return next((figures[b] for b in AXIS_BENCHMARKS[axis] if b in figures), None)
 
 
+def saturated(benchmark: str, score: float) -> bool:
+    """A percent figure at or above SATURATED: near the benchmark's ceiling, where it no longer separates models."""
+    return benchmark not in SCORE_RANGE and score >= SATURATED
+
+
 def axes_from(figures: dict[str, float], lines: dict[str, Line]) -> dict[str, float]:
-    """{axis: capability} from one model's figures: the mean of every estimate it has for the axis, its own
-    benchmark and each proxy with a line; a saturated own figure is a floor under the proxies' mean instead
-    (module docstring)."""
+    """{axis: capability} from one model's figures: the mean of every estimate it has for the axis from a figure
+    that still separates models (its own benchmark and each proxy with a line), never below what a saturated
+    figure says (a floor); only saturated figures: their mean (module docstring)."""
     out = {}
     for axis in AXES:
-        own = _own(figures, axis)
-        proxies = [_on_line(figures[proxy], lines[proxy]) for proxy in PROXY_BENCHMARKS[axis]
-                   if proxy in figures and proxy in lines]
-        if own is not None and own >= SATURATED and proxies:
-            out[axis] = max(to_capability(own), sum(proxies) / len(proxies))
-        elif own is not None or proxies:
-            estimates = ([to_capability(own)] if own is not None else []) + proxies
-            out[axis] = sum(estimates) / len(estimates)
+        own = next((b for b in AXIS_BENCHMARKS[axis] if b in figures), None)
+        estimates = [(own, to_capability(figures[own]))] if own is not None else []
+        estimates += [(b, _on_line(figures[b], lines[b])) for b in PROXY_BENCHMARKS[axis] if b in figures and b in lines]
+        if not estimates:
+            continue
+        open_ = [v for b, v in estimates if not saturated(b, figures[b])]
+        floors = [v for b, v in estimates if saturated(b, figures[b])]
+        if open_:
+            out[axis] = max([sum(open_) / len(open_)] + floors)
+        else:
+            out[axis] = sum(floors) / len(floors)
     return out
 
 
@@ -88,7 +96,8 @@ def _anchor(figures: dict[str, float], axis: str, lines: dict[str, Line]) -> flo
     own = _own(figures, axis)
     if own is not None and own < SATURATED:
         return to_capability(own)
-    proxy = next((b for b in PROXY_BENCHMARKS[axis] if b in figures and b in lines), None)
+    proxy = next((b for b in PROXY_BENCHMARKS[axis] if b in figures and b in lines
+                  and not saturated(b, figures[b])), None)
     return _on_line(figures[proxy], lines[proxy]) if proxy is not None else None
 
 
@@ -134,7 +143,7 @@ def _others(figures: dict[str, float], axis: str, proxy: str, lines: dict[str, L
     own = _own(figures, axis)
     estimates = [to_capability(own)] if own is not None and own < SATURATED else []
     estimates += [_on_line(figures[b], lines[b]) for b in PROXY_BENCHMARKS[axis]
-                  if b != proxy and b in figures and b in lines]
+                  if b != proxy and b in figures and b in lines and not saturated(b, figures[b])]
     return sum(estimates) / len(estimates) if estimates else None
 
 

@@ -56,6 +56,7 @@ from api.routing.placement import Known, Placer, parse
 # The uncertain prior of an axis: this quantile of the known models' capabilities. Pessimistic on purpose: a model
 # nobody measured should not displace one with good published figures at the quality end of the dial.
 UNCERTAIN_QUANTILE = 0.25
+SETTING_SEPARATOR = ":"  # '<id>:<setting>': a model's figures at a reasoning effort other than its API default
 # How many standard deviations of its uncertainty a profile found by a looser match (another snapshot, the base/chat
 # sibling) or imputed from knowledge gives up: a lower confidence bound (module docstring).
 UNCERTAINTY_Z = 0.5
@@ -139,8 +140,12 @@ class CapabilityPrior:
         # imputation line's residual, measured on the figures themselves.
         self.level_sd = {level: _borrowed_sd(rows, level) for level in model_names.LEVELS[1:]}
         self.imputation_sd = {axis: _residual_sd(known, line, axis) for axis, line in self.imputation.items()}
+        # The uncertain prior counts each model once: a '<id>:<setting>' row (the same model at another reasoning
+        # effort or thinking budget) is not another model.
+        settings = {model_names.key(r.model, model_names.SPELLING) for r in rows if SETTING_SEPARATOR in r.model}
+        models = [self._axes_of(figures) for key, figures in by_spelling.items() if key not in settings]
         self.uncertain = np.array([
-            _quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in known)
+            _quantile([k[a] for k in models if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in models)
             else to_capability(MMLU_CENTRE) for a in AXES])
         self.placer = Placer(_known_models(rows, by_spelling, self.lines, self.prices))
         self._cache: dict[tuple, tuple[np.ndarray, str, tuple[str, ...], np.ndarray]] = {}
@@ -176,12 +181,17 @@ class CapabilityPrior:
         hit = self._cache.get(cache_key)
         if hit is not None:
             return hit
-        candidates = [("prior", 0.0, self._axes_of(self._exact.get(cache_key, {})))]
-        for level, index in zip(model_names.LEVELS, self._levels):
-            name_key = model_names.key(model, level)
-            if name_key:
-                candidates.append(("prior" if level == model_names.SPELLING else "family",
-                                   self.level_sd.get(level, 0.0), self._axes_of(index.get(name_key, {}))))
+        found_at = [index.get(model_names.key(model, level), {}) if model_names.key(model, level) else {}
+                    for level, index in zip(model_names.LEVELS, self._levels)]
+        # Its own figures (under this provider, then spelt otherwise), and the same model's other snapshots added
+        # to them: another snapshot's figure on a benchmark the model lacks is more evidence, not a rival (o1-mini
+        # has HumanEval, o1-mini-2024-09-12 only Aider); on an axis where it changes nothing the figure is its own.
+        own = {**found_at[0], **self._exact.get(cache_key, {})}
+        own_axes, same_model = self._axes_of(own), self._axes_of({**found_at[1], **own})
+        candidates = [("prior", 0.0, {a: v for a, v in own_axes.items() if same_model.get(a) == v}),
+                      ("family", self.level_sd.get(model_names.SNAPSHOT, 0.0), same_model),
+                      ("prior", 0.0, own_axes),
+                      ("family", self.level_sd.get(model_names.VARIANT, 0.0), self._axes_of(found_at[2]))]
         if not any(AXES[0] in axes for _, _, axes in candidates):
             placed = self.placer.place(cache_key[0], cache_key[1], output_price)
             if placed is not None:
@@ -206,7 +216,7 @@ class CapabilityPrior:
 def _borrowed_sd(rows: list[FigureRow], level: int) -> float:
     """How far a figure borrowed at `level` may be from the model's own: the models that meet at this level but not
     at the one before (two snapshots; a base model and its chat sibling) differ on a shared benchmark by this
-    standard deviation (capability units; pairwise differences / sqrt 2)."""
+    standard deviation (capability units; pairwise differences / sqrt 2, estimated robustly)."""
     groups: dict = {}
     for r in rows:
         outer = model_names.key(r.model, level)
@@ -217,7 +227,9 @@ def _borrowed_sd(rows: list[FigureRow], level: int) -> float:
     for members in groups.values():
         means = [sum(v) / len(v) for v in members.values()]
         diffs += [a - b for i, a in enumerate(means) for b in means[i + 1:]]
-    return float(np.sqrt(np.mean(np.square(diffs)) / 2)) / MMLU_SCALE if diffs else 0.0
+    # Robust (1.4826 x the median absolute difference): two sources' protocols for one snapshot can differ by 20
+    # points (a vendor's GPQA run and an independent one), and one such pair should not set every borrowing's spread.
+    return float(1.4826 * np.median(np.abs(diffs)) / np.sqrt(2)) / MMLU_SCALE if diffs else 0.0
 
 
 def _residual_sd(known: list[dict[str, float]], line: tuple[float, float], axis: str) -> float:

@@ -85,9 +85,10 @@ def test_a_borrowed_figure_carries_its_uncertainty_so_a_model_measured_under_its
         ("acme", "gizmo", "MMLU", 71.0), ("acme", "gizmo-base", "MMLU", 61.0),
         ("acme", "gizmo-base-chat", "MMLU", 65.0),
     ))
-    # two snapshots 2 points apart: a borrowed snapshot figure is off by 2 / sqrt(2) points, 0.141 on the scale
-    assert prior.level_sd[model_names.SNAPSHOT] == pytest.approx(0.2 / np.sqrt(2))
-    assert prior.level_sd[model_names.VARIANT] == pytest.approx(0.4 / np.sqrt(2))  # a base and its chat sibling
+    # two snapshots 2 points apart: a borrowed snapshot figure is off by 2 / sqrt(2) points, 0.141 on the scale, as
+    # a robust spread (1.4826 x the median absolute difference: one pair of rival protocols sets no spread alone)
+    assert prior.level_sd[model_names.SNAPSHOT] == pytest.approx(1.4826 * 0.2 / np.sqrt(2))
+    assert prior.level_sd[model_names.VARIANT] == pytest.approx(1.4826 * 0.4 / np.sqrt(2))  # base and chat sibling
     own = prior.lookup("acme", "gizmo")[0]
     snapshot = prior.lookup("acme", "widget-latest")[0]  # mean 71, the same as gizmo's own figure
     assert snapshot == pytest.approx(own - UNCERTAINTY_Z * prior.level_sd[model_names.SNAPSHOT]) and snapshot < own
