@@ -47,7 +47,7 @@ AXES = ("knowledge", "maths", "code")
 # Which benchmarks give each axis, in order of preference.
 AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
 # Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
-PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA"),
+PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA", "ECI"),
                     "maths": ("GSM8K-0shot", "MATH", "MATH-L5", "OTIS-Mock-AIME"),
                     "code": ("CRUX", "SWE-bench-Verified", "Aider-Polyglot")}
 MIN_LINE_POINTS = 4
