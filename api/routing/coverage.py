@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from api.routing import model_names
+from api.shipped import shipped
 
 COVERED = ("own", "snapshot", "alias")
 HOW = COVERED + ("variant", "none")
 SETTING_SEPARATOR = ":"
-DATASETS = Path(__file__).resolve().parents[2] / "datasets"
-ALIASES = DATASETS / "model_aliases.csv"
 
 
 @dataclass(frozen=True)
@@ -38,10 +37,10 @@ class Alias:
     source_url: str
 
 
-def read_aliases(path: Path = ALIASES) -> dict[tuple[str, str], Alias]:
-    """(provider, model) -> the model whose figures stand for it (lower case keys)."""
-    if not path.exists():
-        return {}
+def read_aliases(path: Path | None = None) -> dict[tuple[str, str], Alias]:
+    """(provider, model) -> the model whose figures stand for it (lower case keys); datasets/model_aliases.csv by
+    default."""
+    path = path or shipped("model_aliases.csv")
     with path.open(newline="", encoding="utf-8") as f:
         return {(r["provider"].strip().lower(), r["model"].strip().lower()):
                 Alias(r["provider"].strip(), r["model"].strip(), r["base_model"].strip(), r["source_url"].strip())
@@ -73,8 +72,9 @@ class FigureIndex:
         return None
 
 
-def figure_models(path: Path = DATASETS / "model_benchmarks.csv") -> list[str]:
-    with path.open(newline="", encoding="utf-8") as f:
+def figure_models(path: Path | None = None) -> list[str]:
+    """The model names of a figures file (datasets/model_benchmarks.csv by default)."""
+    with (path or shipped("model_benchmarks.csv")).open(newline="", encoding="utf-8") as f:
         return sorted({r["model"] for r in csv.DictReader(f)})
 
 

@@ -88,7 +88,8 @@ def read_csv(git_dir: Path, commit: str, name: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def rows_from(git_dir: Path, commit: str, repo: str) -> list[dict[str, str]]:
+def rows_from(git_dir: Path, commit: str, repo: str, snapshot_date: str) -> list[dict[str, str]]:
+    """One row per run; a run without a start date is dated by the snapshot it was read from (the note says so)."""
     out = []
     for name, (benchmark, protocol) in FILES.items():
         for r in read_csv(git_dir, commit, name):
@@ -105,11 +106,13 @@ def rows_from(git_dir: Path, commit: str, repo: str) -> list[dict[str, str]]:
                 note += f" ({served})"
             if r.get("Log viewer"):
                 note += f"; log {r['Log viewer']}"
+            if not r.get("Started at"):
+                note += "; no run date given, dated by the snapshot"
             out.append(dict(
                 provider=provider_of(base, r.get("Organization", "")), model=variant_name(base, slug),
                 benchmark=benchmark, score=percent(score), protocol=protocol,
                 source_url=f"https://github.com/{repo}/blob/{commit}/benchmark_data/{name}",
-                source_note=note, date=(r.get("Started at") or "")[:10], setting=setting, licence=LICENCE))
+                source_note=note, date=(r.get("Started at") or snapshot_date)[:10], setting=setting, licence=LICENCE))
     return out
 
 
@@ -170,7 +173,7 @@ def main() -> None:
                             capture_output=True, text=True).stdout.strip()
     snapshot_date = subprocess.run(["git", "--git-dir", str(args.git_dir), "show", "-s", "--format=%cs", commit],
                                    check=True, capture_output=True, text=True).stdout.strip()
-    rows = rows_from(args.git_dir, commit, args.repo) + eci_rows(args.git_dir, commit, args.repo, snapshot_date)
+    rows = rows_from(args.git_dir, commit, args.repo, snapshot_date) + eci_rows(args.git_dir, commit, args.repo, snapshot_date)
     removed, added, skipped = replace_source(rows, owns)
     print(f"epoch: removed {removed} rows, added {added}, skipped {skipped} (another source or a later run)")
 
