@@ -48,8 +48,8 @@ AXES = ("knowledge", "maths", "code")
 AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
 # Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
 PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA", "ECI"),
-                    "maths": ("GSM8K-0shot", "MATH", "MATH-L5", "OTIS-Mock-AIME"),
-                    "code": ("CRUX", "SWE-bench-Verified", "Aider-Polyglot")}
+                    "maths": ("GSM8K-0shot", "MATH", "MATH-L5", "OTIS-Mock-AIME", "AIME-2024", "AIME-2025"),
+                    "code": ("CRUX", "SWE-bench-Verified", "Aider-Polyglot", "LiveCodeBench")}
 MIN_LINE_POINTS = 4
 # The uncertain prior of an axis: this quantile of the known models' capabilities. Pessimistic on purpose: a model
 # nobody measured should not displace one with good published figures at the quality end of the dial.

@@ -10,11 +10,12 @@ A model is covered when the figures hold, at the model's API default setting:
 Not covered: `variant` (only a reasoning or thinking setting other than the API default was measured: rows named
 `<id>:<setting>`, kept apart on purpose), or `none`.
 
-`python -m api.routing.coverage` prints the table docs/routing.md quotes.
+`python -m api.routing.coverage --today 2026-11-27` prints the table docs/routing.md quotes (a test keeps them equal).
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import datetime
 from collections import Counter
@@ -129,7 +130,10 @@ def catalogue_classification(today: datetime.date | None = None) -> dict[tuple[s
 
 
 def main() -> None:
-    classified = catalogue_classification()
+    parser = argparse.ArgumentParser(description="Coverage of the catalogue's active text models by public figures.")
+    parser.add_argument("--today", type=datetime.date.fromisoformat, default=None,
+                        help="the catalogue as of this date (YYYY-MM-DD; default: today)")
+    classified = catalogue_classification(parser.parse_args().today)
     print(markdown(classified))
     missing = sorted(f"{p}/{m} ({how})" for (p, m), how in classified.items() if how not in COVERED)
     print(f"\nnot covered ({len(missing)}): " + ", ".join(missing))

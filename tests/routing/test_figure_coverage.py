@@ -15,7 +15,7 @@ from api.shipped import shipped
 from api.routing.coverage import COVERED, FigureIndex, classify, read_aliases
 
 # Share of active catalogue models covered (own figures, another snapshot or sibling, an explicit alias).
-COVERED_FLOOR = 0.30
+COVERED_FLOOR = 0.31
 # Models of today that must have figures of their own (or of the snapshot their alias names).
 TODAYS_MODELS = [
     ("openai", "gpt-5"), ("openai", "gpt-5-mini"), ("openai", "gpt-5-nano"), ("openai", "gpt-4o-mini"),
