@@ -9,11 +9,15 @@ fails here; the named models are the ones a team routes between today.
 from __future__ import annotations
 
 import csv
+import datetime
+from pathlib import Path
 
 from api.routing import coverage
 from api.shipped import shipped
 from api.routing.coverage import COVERED, FigureIndex, classify, read_aliases
 
+# The date docs/routing.md's coverage table is printed for (deprecations depend on it).
+DOC_DATE = datetime.date(2026, 11, 27)
 # Share of active catalogue models covered (own figures, another snapshot or sibling, an explicit alias).
 COVERED_FLOOR = 0.31
 # Models of today that must have figures of their own (or of the snapshot their alias names).
@@ -86,3 +90,9 @@ def test_every_figure_row_records_its_date_setting_and_licence():
         base, _, setting = r["model"].partition(coverage.SETTING_SEPARATOR)
         # a variant's row says which setting it measured, and a default-setting row is not named as a variant
         assert bool(setting) == (not r["setting"].startswith("API default") and "model-level" not in r["setting"]), r
+
+
+def test_docs_quote_the_coverage_table_the_data_give():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "routing.md").read_text(encoding="utf-8")
+    table = coverage.markdown(coverage.catalogue_classification(DOC_DATE))
+    assert table in doc, f"regenerate with: python -m api.routing.coverage --today {DOC_DATE}\n{table}"
