@@ -3,10 +3,11 @@
 Each axis is on the capability scale c = (accuracy % - 80) / 10 of its own benchmarks (first); every later benchmark
 (a proxy) maps onto it by a least-squares line fitted, when the figures load, on the models that have both it and
 the axis from the benchmarks before it:
-- knowledge: MMLU; MMLU-Redux, MMLU-Pro, GPQA (Diamond), Arena-Text (LMArena's text Elo: a chat-preference standing);
+- knowledge: MMLU; MMLU-Redux, MMLU-Pro, GPQA (Diamond), ECI (Epoch's Capabilities Index, fitted across many
+  benchmarks), Arena-Text (LMArena's text Elo: a chat-preference standing);
 - maths: GSM8K, else MGSM; GSM8K-0shot (ZeroEval), MATH, MATH-L5, OTIS-Mock-AIME (Epoch AI's AIME-style set),
   AIME-2024, AIME-2025;
-- code: HumanEval; CRUX (CRUXEval output prediction), LiveCodeBench, SWE-bench-Verified, Aider-Polyglot.
+- code: HumanEval; CRUX (CRUXEval output prediction), SWE-bench-Verified, Aider-Polyglot, LiveCodeBench.
 A model's value on an axis is the mean of its own figure and its mapped proxies: one benchmark saturates where
 another still separates models.
 
@@ -31,14 +32,14 @@ AXES = ("knowledge", "maths", "code")
 # Which benchmarks give each axis, in order of preference.
 AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
 # Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
-PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA", "Arena-Text"),
+PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA", "ECI", "Arena-Text"),
                     "maths": ("GSM8K-0shot", "MATH", "MATH-L5", "OTIS-Mock-AIME", "AIME-2024", "AIME-2025"),
-                    "code": ("CRUX", "LiveCodeBench", "SWE-bench-Verified", "Aider-Polyglot")}
+                    "code": ("CRUX", "SWE-bench-Verified", "Aider-Polyglot", "LiveCodeBench")}
 # Recorded in the figures file but mapped onto no axis: every current model scores 80-90 on IFEval, so its line
 # would carry noise, not order.
 UNMAPPED_BENCHMARKS = ("IFEval",)
 # Benchmarks on another scale than percent: (lowest, highest) a figure may take.
-SCORE_RANGE = {"Arena-Text": (800.0, 2000.0)}
+SCORE_RANGE = {"ECI": (0.0, 200.0), "Arena-Text": (800.0, 2000.0)}
 # An anchor figure at or above this (percent) is saturated (module docstring).
 SATURATED = 88.0
 MIN_LINE_POINTS = 4

@@ -10,11 +10,12 @@ A model is covered when the figures hold, at the model's API default setting:
 Not covered: `variant` (only a reasoning or thinking setting other than the API default was measured: rows named
 `<id>:<setting>`, kept apart on purpose), or `none`.
 
-`python -m api.routing.coverage` prints the table docs/routing.md quotes.
+`python -m api.routing.coverage --today 2026-11-27` prints the table docs/routing.md quotes (a test keeps them equal).
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import datetime
 from collections import Counter
@@ -22,12 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from api.routing import model_names
+from api.shipped import shipped
 
 COVERED = ("own", "snapshot", "alias")
 HOW = COVERED + ("variant", "none")
 SETTING_SEPARATOR = ":"
-DATASETS = Path(__file__).resolve().parents[2] / "datasets"
-ALIASES = DATASETS / "model_aliases.csv"
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,10 @@ class Alias:
     source_url: str
 
 
-def read_aliases(path: Path = ALIASES) -> dict[tuple[str, str], Alias]:
-    """(provider, model) -> the model whose figures stand for it (lower case keys)."""
-    if not path.exists():
-        return {}
+def read_aliases(path: Path | None = None) -> dict[tuple[str, str], Alias]:
+    """(provider, model) -> the model whose figures stand for it (lower case keys); datasets/model_aliases.csv by
+    default."""
+    path = path or shipped("model_aliases.csv")
     with path.open(newline="", encoding="utf-8") as f:
         return {(r["provider"].strip().lower(), r["model"].strip().lower()):
                 Alias(r["provider"].strip(), r["model"].strip(), r["base_model"].strip(), r["source_url"].strip())
@@ -73,8 +73,9 @@ class FigureIndex:
         return None
 
 
-def figure_models(path: Path = DATASETS / "model_benchmarks.csv") -> list[str]:
-    with path.open(newline="", encoding="utf-8") as f:
+def figure_models(path: Path | None = None) -> list[str]:
+    """The model names of a figures file (datasets/model_benchmarks.csv by default)."""
+    with (path or shipped("model_benchmarks.csv")).open(newline="", encoding="utf-8") as f:
         return sorted({r["model"] for r in csv.DictReader(f)})
 
 
@@ -129,7 +130,10 @@ def catalogue_classification(today: datetime.date | None = None) -> dict[tuple[s
 
 
 def main() -> None:
-    classified = catalogue_classification()
+    parser = argparse.ArgumentParser(description="Coverage of the catalogue's active text models by public figures.")
+    parser.add_argument("--today", type=datetime.date.fromisoformat, default=None,
+                        help="the catalogue as of this date (YYYY-MM-DD; default: today)")
+    classified = catalogue_classification(parser.parse_args().today)
     print(markdown(classified))
     missing = sorted(f"{p}/{m} ({how})" for (p, m), how in classified.items() if how not in COVERED)
     print(f"\nnot covered ({len(missing)}): " + ", ".join(missing))

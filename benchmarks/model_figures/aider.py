@@ -76,7 +76,7 @@ RUNS = {
     "DeepSeek V3 (0324)": ("deepseek", "DeepSeek-V3-0324", None, DEFAULT_SETTING),
     "DeepSeek Chat V3 (prev)": ("deepseek", "DeepSeek-V3", None, DEFAULT_SETTING),
     "DeepSeek Chat V2.5": ("deepseek", "DeepSeek-V2.5", None, DEFAULT_SETTING),
-    "DeepSeek-V3.2-Exp (Chat)": ("deepseek", "DeepSeek-V3.2-Exp", None, "non-thinking mode (deepseek-chat)"),
+    "DeepSeek-V3.2-Exp (Chat)": ("deepseek", "DeepSeek-V3.2-Exp", None, "API default (non-thinking mode, deepseek-chat)"),
     "DeepSeek-V3.2-Exp (Reasoner)": ("deepseek", "DeepSeek-V3.2-Exp", "thinking", "thinking mode (deepseek-reasoner)"),
     "Grok 3 Beta": ("xai", "grok-3-beta", None, DEFAULT_SETTING),
     "Grok 3 Mini Beta (low)": ("xai", "grok-3-mini-beta", "reasoning-low", "reasoning effort low"),

@@ -1,0 +1,68 @@
+"""Figures read by hand from vendors' own model cards and technical reports in their public repositories -> rows of
+datasets/model_benchmarks.csv (data card: datasets/figures_vendor_cards.md).
+
+Each entry below was read from the file its URL names, at that commit; the vendor ran the evaluation (a vendor's
+claim, not independently reproduced). Only the vendor's own models are taken from its tables (a competitor's
+column in a vendor's table is the vendor's run of someone else's model), and only benchmarks whose protocol
+matches the name the CSV gives it.
+
+    python -m benchmarks.model_figures.vendor_cards
+"""
+
+from __future__ import annotations
+
+from benchmarks.model_figures.common import DEFAULT_SETTING, reaches_trained_model, replace_source
+
+LICENCE_PREFIX = "vendor's claim, model card in the vendor's repository"
+
+LLAMA_3_2 = dict(
+    url="https://github.com/meta-llama/llama-models/blob/1156e8676f57de65e085abde5b5e6bf79857ae6f/models/llama3_2/"
+        "MODEL_CARD.md",
+    licence=f"{LICENCE_PREFIX} (meta-llama/llama-models, Llama 3.2 Community License)", date="2024-09-25",
+    note="Llama 3.2 model card, 'Instruction Tuned Models' table, Meta's internal evaluations library")
+GLM_4_5 = dict(
+    url="https://github.com/zai-org/GLM-4.5/blob/bebc6b41d9644bd2d42f67206cdaabf1f77bdbe9/resources/"
+        "GLM_4_5_technical_report.pdf",
+    licence=f"{LICENCE_PREFIX} (zai-org/GLM-4.5, Apache-2.0)", date="2025-08-09",
+    note="GLM-4.5 technical report, Table 4 (reasoning; AIME Avg@32, GPQA Avg@8) and Table 5 (coding)")
+GLM_SETTING = "API default (thinking enabled, the vendor's evaluation setting)"
+
+# (provider, model, benchmark, score, protocol, source, setting)
+ENTRIES = [
+    ("meta", "Llama-3.2-1B-Instruct", "GPQA", 27.2, "GPQA, 0-shot, acc", LLAMA_3_2, DEFAULT_SETTING),
+    ("meta", "Llama-3.2-1B-Instruct", "MATH", 30.6, "MATH (CoT), 0-shot, final_em", LLAMA_3_2, DEFAULT_SETTING),
+    ("meta", "Llama-3.2-3B-Instruct", "GPQA", 32.8, "GPQA, 0-shot, acc", LLAMA_3_2, DEFAULT_SETTING),
+    ("meta", "Llama-3.2-3B-Instruct", "MATH", 47.3, "MATH (CoT), 0-shot, final_em", LLAMA_3_2, DEFAULT_SETTING),
+    ("zai", "glm-4.5", "GPQA", 79.1, "GPQA Diamond, Avg@8", GLM_4_5, GLM_SETTING),
+    ("zai", "glm-4.5", "AIME-2024", 91.0, "AIME 2024, Avg@32", GLM_4_5, GLM_SETTING),
+    ("zai", "glm-4.5", "LiveCodeBench", 72.9, "LiveCodeBench 2407-2501", GLM_4_5, GLM_SETTING),
+    ("zai", "glm-4.5", "SWE-bench-Verified", 64.2, "SWE-bench Verified, OpenHands", GLM_4_5, GLM_SETTING),
+    ("zai", "glm-4.5-air", "GPQA", 75.0, "GPQA Diamond, Avg@8", GLM_4_5, GLM_SETTING),
+    ("zai", "glm-4.5-air", "AIME-2024", 89.4, "AIME 2024, Avg@32", GLM_4_5, GLM_SETTING),
+    ("zai", "glm-4.5-air", "LiveCodeBench", 70.7, "LiveCodeBench 2407-2501", GLM_4_5, GLM_SETTING),
+    ("zai", "glm-4.5-air", "SWE-bench-Verified", 57.6, "SWE-bench Verified, OpenHands", GLM_4_5, GLM_SETTING),
+]
+
+
+def rows() -> list[dict[str, str]]:
+    out = []
+    for provider, model, benchmark, score, protocol, source, setting in ENTRIES:
+        assert not reaches_trained_model(model), model
+        out.append(dict(provider=provider, model=model, benchmark=benchmark, score=f"{score:.1f}",
+                        protocol=f"vendor's evaluation: {protocol}", source_url=source["url"],
+                        source_note=source["note"], date=source["date"], setting=setting,
+                        licence=source["licence"]))
+    return out
+
+
+def owns(row: dict[str, str]) -> bool:
+    return row["licence"].startswith(LICENCE_PREFIX)
+
+
+def main() -> None:
+    removed, added, skipped = replace_source(rows(), owns)
+    print(f"vendor cards: removed {removed} rows, added {added}, skipped {skipped} (another source)")
+
+
+if __name__ == "__main__":
+    main()
