@@ -105,19 +105,22 @@ def _anchor(figures: dict[str, float], axis: str, lines: dict[str, Line]) -> flo
 def fit_proxy_lines(by_model: dict) -> dict[str, Line]:
     """proxy benchmark -> (intercept, slope, lower, upper): capability on its axis ~ proxy score, by least squares,
     clamped below to the lowest capability of the fit and above to the line's value at the proxy's ceiling (module
-    docstring). Two passes: first each proxy against the axis from the benchmarks before it (own, else earlier
-    proxies); then each against the mean of every other estimate the model has on the axis (its unsaturated own
-    figure and the other proxies on their first-pass lines), so a benchmark only today's models have (SWE-bench,
-    AIME) is fitted on them, against the other hard benchmarks they share, not on the few old models that also
-    have an old one. A proxy with fewer than MIN_LINE_POINTS such models gets no line and is not used."""
+    docstring). First each proxy against the axis from the benchmarks before it (own, else earlier proxies), as the
+    router was trained with; a proxy those do not anchor (fewer than MIN_LINE_POINTS models, or estimates that do
+    not agree: _informative) is then fitted against the mean of every other estimate the model has on the axis (its
+    unsaturated own figure and the other proxies on their lines), so a benchmark only today's models have (SWE-bench,
+    AIME) is fitted on them, against the other hard benchmarks they share, not on the few old models that also have
+    an old one; and failing that, against knowledge. A proxy with too few models gets no line and is not used."""
     first: dict[str, Line] = {}
     for axis, proxies in PROXY_BENCHMARKS.items():
         for proxy in proxies:
-            _fit(first, proxy, [(figures[proxy], anchor) for figures in by_model.values()
-                                if proxy in figures and (anchor := _anchor(figures, axis, first)) is not None])
-    lines: dict[str, Line] = {}
+            pairs = [(figures[proxy], anchor) for figures in by_model.values()
+                     if proxy in figures and (anchor := _anchor(figures, axis, first)) is not None]
+            if _informative(pairs):
+                _fit(first, proxy, pairs)
+    lines = dict(first)
     for axis, proxies in PROXY_BENCHMARKS.items():
-        for proxy in proxies:
+        for proxy in (p for p in proxies if p not in first):
             pairs = [(figures[proxy], anchor) for figures in by_model.values()
                      if proxy in figures and (anchor := _others(figures, axis, proxy, first)) is not None]
             if axis != AXES[0] and not _informative(pairs):
