@@ -125,8 +125,12 @@ class CapabilityPrior:
 
     def __init__(self, rows: list[FigureRow], fallback: FallbackLine | None = None,
                  imputation: dict[str, tuple[float, float]] | None = None,
-                 prices: Mapping[tuple[str, str], float] | None = None):
+                 prices: Mapping[tuple[str, str], float] | None = None,
+                 aliases: Mapping[tuple[str, str], str] | None = None):
         self.rows = list(rows)
+        # (provider, model) -> the model whose figures stand for it, where the name rules cannot see it
+        # (datasets/model_aliases.csv: gemini-pro-latest, provider-hosted copies), each cited by the vendor
+        self.aliases = {(_norm(p), _norm(m)): base for (p, m), base in (aliases or {}).items()}
         self.fallback = fallback
         self.imputation = imputation or {}  # axis -> (intercept, slope) on knowledge
         self.prices = dict(prices or {})  # (provider, model) -> output $/M: the vendors' price ladders (placement)
@@ -153,7 +157,7 @@ class CapabilityPrior:
     def with_rows(self, extra: Iterable[FigureRow]) -> "CapabilityPrior":
         """A prior that also knows `extra` figures (measured ones, e.g. onboarding's), everything else the same:
         the seam for figures that do not come from the shipped file."""
-        return CapabilityPrior(self.rows + list(extra), self.fallback, self.imputation, self.prices)
+        return CapabilityPrior(self.rows + list(extra), self.fallback, self.imputation, self.prices, self.aliases)
 
     def _axes_of(self, figures: dict[str, float]) -> dict[str, float]:
         return axes_from(figures, self.lines)
@@ -192,6 +196,11 @@ class CapabilityPrior:
                       ("family", self.level_sd.get(model_names.SNAPSHOT, 0.0), same_model),
                       ("prior", 0.0, own_axes),
                       ("family", self.level_sd.get(model_names.VARIANT, 0.0), self._axes_of(found_at[2]))]
+        alias = self.aliases.get(cache_key[:2])
+        if alias is not None and not any(AXES[0] in axes for _, _, axes in candidates):
+            base = self._levels[1].get(model_names.key(alias, model_names.SNAPSHOT), {})
+            base = {**base, **self._levels[0].get(model_names.key(alias, model_names.SPELLING), {})}
+            candidates.append(("family", self.level_sd.get(model_names.SNAPSHOT, 0.0), self._axes_of(base)))
         if not any(AXES[0] in axes for _, _, axes in candidates):
             placed = self.placer.place(cache_key[0], cache_key[1], output_price)
             if placed is not None:

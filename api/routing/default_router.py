@@ -35,6 +35,7 @@ import numpy as np
 
 from api.catalogue import load_catalogue
 from api.routing.capability import AXES, CapabilityPrior, FallbackLine, read_figures
+from api.routing.coverage import read_aliases
 from api.routing.features import (
     FEATURE_VERSION,
     FeatureVersionMismatch,
@@ -233,6 +234,7 @@ def load_default_router(
     featurizer = Featurizer.load(folder)
     rows = read_figures(Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH)
     imputation = {axis: tuple(line) for axis, line in spec.get("imputation", {}).items()}
+    aliases = {key: alias.base_model for key, alias in read_aliases().items()}
     prior = CapabilityPrior(rows, FallbackLine(**spec["fallback"]), imputation,
-                            catalogue_prices() if prices is None else prices)
+                            catalogue_prices() if prices is None else prices, aliases)
     return DefaultRouter(featurizer, spec, prior)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from api.routing import model_names
 from api.routing.capability import UNCERTAINTY_Z, CapabilityPrior, FigureRow, to_capability
 from api.routing.default_router import load_default_router
 from api.routing.placement import PLAIN_RANK, TIER_RANK, masking_correlations, parse
@@ -102,6 +103,16 @@ def test_a_model_its_name_cannot_place_is_placed_on_its_vendors_price_ladder_wit
     assert prior.placer.place("acme", "acme-6-sol", None) is None
     assert prior.placer.place("elsewhere", "acme-6-sol", 10.0) is None
     assert prior.profile("elsewhere", "acme-6-sol", 10.0)[1] == "uncertain"
+
+
+def test_an_alias_the_name_rules_cannot_see_reads_its_base_models_figures():
+    figures = [("acme", "acme-2-pro", "MMLU", 80.0), ("acme", "acme-2-pro-2024-01-01", "GSM8K", 70.0)]
+    prior = CapabilityPrior(rows(*figures), aliases={("host", "acme/pro-fast-fp4"): "acme-2-pro"})
+    skills, how, per_axis, sds = prior.profile("host", "acme/pro-fast-fp4")
+    assert how == "family" and per_axis[:2] == ("family", "family")  # a lower bound, as another snapshot
+    assert sds[0] == prior.level_sd[model_names.SNAPSHOT]
+    assert skills[0] == pytest.approx(to_capability(80.0) - UNCERTAINTY_Z * sds[0])
+    assert prior.profile("elsewhere", "acme/pro-fast-fp4")[1] == "uncertain"  # the alias is the provider's
 
 
 def test_extra_rows_join_the_shipped_ones_through_one_seam():
