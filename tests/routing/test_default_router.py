@@ -58,7 +58,7 @@ def test_unseen_models_get_scores_from_prior_family_or_the_uncertain_prior(route
         Candidate("openai", "gpt-4o", 2.5, 10.0, 128000),  # prior row
         Candidate("openai", "gpt-4o-2099-01-01", 2.5, 10.0, 128000),  # family (date stripped)
         Candidate("anthropic", "claude-opus-4-7", 5.0, 25.0, 1_000_000),  # nobody scored it
-        Candidate("togetherai", "meta-llama/Llama-3.2-1B-Instruct", 0.06, 0.06, 131072),  # nor this one
+        Candidate("togetherai", "arcee-ai/trinity-mini", 0.045, 0.15, 131072),  # nor this one
         Candidate("custom", "my-tiny-model", 0.01, 0.01, 4096),  # custom model without figures
     ]
     sources = [e["source"] for e in router.explain(cands)]
