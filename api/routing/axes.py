@@ -48,6 +48,15 @@ MIN_CORRELATION = 0.5  # below it, a proxy's line on its own axis is noise (fit_
 Line = tuple[float, float, float, float]  # intercept, slope, lower clamp, upper clamp
 
 
+class Lines(dict):
+    """proxy -> Line, and which proxies were fitted beyond the established benchmarks (`extended`: against a model's
+    other estimates or knowledge, fit_proxy_lines)."""
+
+    def __init__(self, *args, extended: frozenset[str] = frozenset()):
+        super().__init__(*args)
+        self.extended = extended
+
+
 def to_capability(score: float) -> float:
     return (float(score) - MMLU_CENTRE) / MMLU_SCALE
 
@@ -65,15 +74,20 @@ def saturated(benchmark: str, score: float) -> bool:
     return benchmark not in SCORE_RANGE and score >= SATURATED
 
 
-def axes_from(figures: dict[str, float], lines: dict[str, Line]) -> dict[str, float]:
+def axes_from(figures: dict[str, float], lines: dict[str, Line] | Lines) -> dict[str, float]:
     """{axis: capability} from one model's figures: the mean of every estimate it has for the axis from a figure
     that still separates models (its own benchmark and each proxy with a line), never below what a saturated
     figure says (a floor); only saturated figures: their mean (module docstring)."""
     out = {}
+    extended = getattr(lines, "extended", frozenset())
     for axis in AXES:
         own = next((b for b in AXIS_BENCHMARKS[axis] if b in figures), None)
+        # A model its axis' own benchmark still measures (unsaturated) is read as the router was trained to read it:
+        # the lines fitted beyond the established benchmarks are for models above their range.
+        measured = own is not None and not saturated(own, figures[own])
         estimates = [(own, to_capability(figures[own]))] if own is not None else []
-        estimates += [(b, _on_line(figures[b], lines[b])) for b in PROXY_BENCHMARKS[axis] if b in figures and b in lines]
+        estimates += [(b, _on_line(figures[b], lines[b])) for b in PROXY_BENCHMARKS[axis]
+                      if b in figures and b in lines and not (measured and b in extended)]
         if not estimates:
             continue
         open_ = [v for b, v in estimates if not saturated(b, figures[b])]
@@ -102,7 +116,7 @@ def _anchor(figures: dict[str, float], axis: str, lines: dict[str, Line]) -> flo
     return _on_line(figures[proxy], lines[proxy]) if proxy is not None else None
 
 
-def fit_proxy_lines(by_model: dict) -> dict[str, Line]:
+def fit_proxy_lines(by_model: dict) -> Lines:
     """proxy benchmark -> (intercept, slope, lower, upper): capability on its axis ~ proxy score, by least squares,
     clamped below to the lowest capability of the fit and above to the line's value at the proxy's ceiling (module
     docstring). First each proxy against the axis from the benchmarks before it (own, else earlier proxies), as the
@@ -127,7 +141,7 @@ def fit_proxy_lines(by_model: dict) -> dict[str, Line]:
                 pairs = [(figures[proxy], anchor) for figures in by_model.values()
                          if proxy in figures and (anchor := _others(figures, AXES[0], proxy, first)) is not None]
             _fit(lines, proxy, pairs)
-    return lines
+    return Lines(lines, extended=frozenset(lines) - frozenset(first))
 
 
 def _informative(pairs: list[tuple[float, float]]) -> bool:
