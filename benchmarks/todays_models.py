@@ -25,6 +25,7 @@ from tests.support.todays_models import EASY_PROMPTS, FAMILIES, HARD_PROMPTS, TI
 
 TIER_OF = {pair: tier for tier, pairs in TIERS.items() for pair in pairs}
 MID_DIAL = (3, 5, 7)
+OPEN_CLIENTS: list = []
 
 
 def served_chooser(pairs):
@@ -47,7 +48,8 @@ def served_chooser(pairs):
                       LITELLM_LOCAL_MODEL_COST_MAP="True")
     reset_settings()
     client = TestClient(create_app(publish_owner=False))
-    client.__enter__()  # left open for the run: the process ends with the benchmark
+    client.__enter__()
+    OPEN_CLIENTS.append(client)  # closed at the end of main
     key = client.app.state.services.store.accounts.issue_key("bench-todays-models").key
     dial = client.app.state.services.selection.dial
     dial.stop()
@@ -108,6 +110,8 @@ def main() -> None:
         print(f"  {family:11s} {shares[-1]:.0%} to {members[0][1]}  ({Counter(p[1] for p in picks).most_common()})")
     print(f"  all families: {np.mean(shares):.0%} (issue 32: 27 % before, target >= 90 %)")
 
+    for client in OPEN_CLIENTS:
+        client.__exit__(None, None, None)
     found = masking_correlations(router.prior.placer)
     print("\nmasking test: each model's own figures hidden, Spearman correlation of placed vs true standing:")
     for provider, (rho, n) in found.items():
