@@ -190,12 +190,13 @@ class CapabilityPrior:
         # Its own figures (under this provider, then spelt otherwise), and the same model's other snapshots added
         # to them: another snapshot's figure on a benchmark the model lacks is more evidence, not a rival (o1-mini
         # has HumanEval, o1-mini-2024-09-12 only Aider); on an axis where it changes nothing the figure is its own.
-        own = {**found_at[0], **self._exact.get(cache_key, {})}
+        own = found_at[0]
         own_axes, same_model = self._axes_of(own), self._axes_of({**found_at[1], **own})
         # An axis measured on its own benchmark under the model's name stays its own (the models the router trained
         # on keep the figures it trained with); one read from proxies alone takes the other snapshots' figures in.
         measured = {a for a in AXES if any(b in own for b in AXIS_BENCHMARKS[a])}
-        candidates = [("prior", 0.0, {a: v for a, v in own_axes.items() if a in measured or same_model.get(a) == v}),
+        candidates = [("prior", 0.0, self._axes_of(self._exact.get(cache_key[:2], {}))),
+                      ("prior", 0.0, {a: v for a, v in own_axes.items() if a in measured or same_model.get(a) == v}),
                       ("family", self.level_sd.get(model_names.SNAPSHOT, 0.0), same_model),
                       ("prior", 0.0, own_axes),
                       ("family", self.level_sd.get(model_names.VARIANT, 0.0), self._axes_of(found_at[2]))]

@@ -79,6 +79,13 @@ def test_exact_then_spelling_then_snapshot_then_variant():
     assert prior.lookup("custom", "Llama-3.1-70B-chat")[1] == "family"  # a sibling's figure
 
 
+def test_the_providers_own_row_wins_over_the_same_name_elsewhere_whatever_the_price():
+    prior = CapabilityPrior(rows(("host", "acme/widget-7b", "MMLU", 70.0), ("acme", "widget-7b", "MMLU", 60.0),
+                                 ("acme", "widget-7b", "MMLU-Pro", 30.0)))
+    for price in (None, 1.0):
+        assert prior.profile("host", "acme/widget-7b", price)[0][0] == pytest.approx(to_capability(70.0))
+
+
 def test_a_borrowed_figure_carries_its_uncertainty_so_a_model_measured_under_its_own_name_wins_a_tie():
     prior = CapabilityPrior(rows(
         ("acme", "widget-2024-01-01", "MMLU", 70.0), ("acme", "widget-2024-06-01", "MMLU", 72.0),
