@@ -1,34 +1,29 @@
-"""What the router knows about a model it may never have seen: its public per-benchmark figures.
+"""What the router knows about a model it may never have seen: its public per-benchmark figures, or where its name and
+price place it.
 
-Source: datasets/model_benchmarks.csv, one cited source per figure (data card in datasets/default_router/README.md).
-Figures map onto three skill axes, each on the capability scale c = (accuracy % - 80) / 10 that the router uses:
-- knowledge: MMLU; MMLU-Redux, MMLU-Pro, GPQA;
-- maths: GSM8K, else MGSM (grade-school maths in eight languages); GSM8K-0shot (ZeroEval's zero-shot run), MATH,
-  MATH-L5;
-- code: HumanEval; CRUX (CRUXEval output prediction).
-The axis' own benchmarks (first) are on the scale directly; each later one (a proxy) maps onto the axis by a
-least-squares line fitted, when the figures load, on the models that have both it and the axis from the benchmarks
-before it. A model's value on an axis is the mean of its own figure and its mapped proxies: one benchmark saturates
-where another still separates models (every frontier model scores about 90 % on GSM8K and MGSM, 60-97 % on MATH).
+Source: datasets/model_benchmarks.csv, one cited source per figure (data card in datasets/default_router/README.md;
+docs/routing.md, "Where figures come from"). Figures map onto three skill axes on the capability scale
+c = (accuracy % - 80) / 10, each axis' own benchmark directly and the others by fitted lines (api/routing/axes.py).
 
 Lookup of a candidate, per axis, the first that answers:
-1. the exact (provider, model) rows;
-2. the same name spelt otherwise, then another snapshot, then the base/chat sibling (api/routing/model_names.py
-   levels), under any provider; several rows at one level are averaged;
+1. the exact (provider, model) rows; then the same name spelt otherwise, the same model's other snapshots added
+   where its own rows read the axis from proxies alone, then the base/chat sibling (api/routing/model_names.py
+   levels), under any provider; then an alias of datasets/model_aliases.csv (the cited base model's figures);
+2. no knowledge figure at all: its family and tier words, then its vendor's price ladder within a generation
+   (api/routing/placement.py);
 3. maths or code with nothing found: a line from the model's knowledge, fitted on the models that have both
    (stored in the router's artefact), so a model known only by its MMLU still gets a full skill profile;
 4. nothing at all: the uncertain prior, the UNCERTAIN_QUANTILE quantile of the known models' capability on that
-   axis. Neither price nor size enters: an unknown model is assumed weaker than most known ones, so at
-   cost_quality_tradeoff 0 a model with good published figures is preferred, until feedback or the caller's
-   custom router says otherwise.
+   axis (each model counted once, not once per reasoning setting), whatever its price or size.
 Each estimate carries its uncertainty, measured on the figures themselves: a figure borrowed from another snapshot
-or from the base/chat sibling is off by the spread between such pairs in the figures file (level_sd), an imputed
-one by its line's residual (imputation_sd). The profile is the lower bound, estimate - UNCERTAINTY_Z x that spread,
-so at the quality end of the dial a model measured under its own name beats a look-alike with the same figures, and
-a model the router trained on (measured under its own name) keeps its figures. UNCERTAINTY_Z = 0.5 was chosen on
-half of the unseen pools of benchmarks/default_router_unseen_pools.py (docs/benchmarks.md, issue 21, uncertainty).
-The source of a profile ('prior': exact or respelt; 'family': another snapshot or sibling; 'uncertain': nothing) is
-what explain() reports.
+or from the base/chat sibling is off by the robust spread between such pairs in the figures file (level_sd), a
+placed one by the placer's masked error, an imputed one by its line's residual (imputation_sd). The profile is the
+lower bound, estimate - UNCERTAINTY_Z x that spread, so at the quality end of the dial a model measured under its
+own name beats a look-alike with the same figures, and a model the router trained on (measured under its own name)
+keeps its figures. UNCERTAINTY_Z = 0.5 was chosen on half of the unseen pools of
+benchmarks/default_router_unseen_pools.py (docs/benchmarks.md, issue 21, uncertainty). The source of each axis
+('prior': its own rows; 'family': another snapshot, sibling or alias; 'tier' / 'price': placed; 'imputed';
+'uncertain') is what explain() reports.
 """
 
 from __future__ import annotations
