@@ -190,6 +190,11 @@ class DefaultRouter:
             return irt
         return (1.0 - self.blend) * irt + self.blend * self.skills.predict(vectors, skills, offsets, pull)
 
+    def with_prior(self, prior: CapabilityPrior) -> "DefaultRouter":
+        """The same trained router over other figures (e.g. prior.with_rows(measured rows)): fresh memos, the
+        encoder and heads shared. Swap the whole router; the one in service is never mutated."""
+        return DefaultRouter(self.featurizer, self.spec, prior)
+
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
         """Where each candidate's capability came from: 'prior' (its own figures), 'family' (another snapshot or
         sibling) or 'uncertain' (no figures: the pessimistic prior); per axis also 'imputed' (from knowledge), and

@@ -4,13 +4,13 @@ test on the shipped figures (issue 32: rank correlation within a provider >= 0.8
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from api.routing import model_names
 from api.routing.capability import UNCERTAINTY_Z, CapabilityPrior, FigureRow, to_capability
 from api.routing.default_router import load_default_router
 from api.routing.placement import PLAIN_RANK, TIER_RANK, masking_correlations, parse
+from api.routing.router import Candidate
 
 URL = "https://example.org/figures"
 
@@ -121,6 +121,17 @@ def test_extra_rows_join_the_shipped_ones_through_one_seam():
     assert measured.profile("acme", "acme-2-nano")[1] == "prior"
     assert measured.profile("acme", "acme-2-nano")[0][0] == pytest.approx(to_capability(50.0))
     assert prior.profile("acme", "acme-2-nano")[1] == "tier"  # the original is untouched
+
+
+def test_a_router_over_extra_figures_is_a_new_router_sharing_the_trained_parts():
+    router = load_default_router()
+    unknown = Candidate("custom", "my-measured-model", 1.0, 1.0, 8192)
+    measured = router.with_prior(router.prior.with_rows(rows(("custom", "my-measured-model", "MMLU", 95.0))))
+    assert measured.featurizer is router.featurizer and measured.spec is router.spec
+    assert measured.explain([unknown])[0]["source"] == "prior"
+    assert router.explain([unknown])[0]["source"] == "uncertain"  # the router in service is untouched
+    f = router.featurizer.featurize("What is the capital of Peru?")
+    assert measured.predict_quality(f, [unknown])[0] > router.predict_quality(f, [unknown])[0]
 
 
 @pytest.fixture(scope="module")
