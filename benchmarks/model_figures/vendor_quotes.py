@@ -1,10 +1,14 @@
 """Vendors' launch figures for 2026 models whose own pages could not be reached, read from public pages that quote
 them -> rows of datasets/model_benchmarks.csv (data card: datasets/figures_vendor_cards.md, "Quoted figures").
 
-A figure is taken only when two independent pages quote the same number for the same model and benchmark; both
-pages are cited (source_url the first, source_note the second). The quoting pages do not state the reasoning setting
-the vendor measured at, so a reasoning model's figure is filed as a variant (`<id>:vendor-setting`), never as its
-API-default figure.
+A figure is taken only when two independent pages quote the same number for the same model and benchmark (a
+release post's reprint, two copies of a Hugging Face model card, a vendor's launch table retold by two articles);
+both pages are cited (source_url the first, source_note the second). The setting:
+- `None`: the figure is at the model's API default, and the entry's protocol says why (the model has one setting, or
+  the card's setting is the one the vendor's API uses by default);
+- `vendor-setting`: the pages do not state the reasoning setting of a reasoning model, so the figure is a variant
+  (`<id>:vendor-setting`), never its API-default figure;
+- another slug (`reasoning-xhigh`): the vendor's table states a non-default setting; a variant as well.
 
     python -m benchmarks.model_figures.vendor_quotes
 """
@@ -15,6 +19,8 @@ from benchmarks.model_figures.common import DEFAULT_SETTING, replace_source, var
 
 LICENCE = "vendor's claim, quoted by two public pages (the vendor's page not reached)"
 UNSTATED = "the vendor's launch evaluation; the reasoning setting is not stated by the quoting pages"
+SETTINGS = {"vendor-setting": UNSTATED,
+            "reasoning-xhigh": "reasoning effort xhigh, as the vendor's launch table states (API default: none)"}
 
 # (provider, model, benchmark, score, date, first page, second page, setting slug or None, protocol)
 ENTRIES = [
@@ -29,13 +35,43 @@ ENTRIES = [
      "https://awesomeagents.ai/models/mistral-large-3",
      "https://chatforest.com/reviews/mistral-large-3-open-weight-moe-llm-review/", None,
      "GPQA Diamond, Mistral's Mistral Large 3 launch figures (a non-reasoning model: one setting)"),
+    # xAI's launch figure (August 2025); the model reasons always and takes no reasoning effort: one setting.
+    ("xai", "grok-code-fast-1", "SWE-bench-Verified", 70.8, "2025-08-26",
+     "https://www.techdevnotes.com/wiki/pages/grok-code-fast-1",
+     "https://github.com/orgs/cometapi-dev/discussions/21", None,
+     "SWE-bench Verified, xAI's Grok Code Fast 1 launch figure (reasoning always on, no effort setting)"),
+    # OpenAI's GPT-5.4 mini and nano release (17 March 2026): the table's columns say "(xhigh)".
+    ("openai", "gpt-5.4-mini", "GPQA", 88.0, "2026-03-17", "https://pubt.io/view/B3DD377845CE13185BE14C4C82F8CB9639C7F005",
+     "https://euno.news/posts/en/introducing-gpt-54-mini-and-nano-cdc206", "reasoning-xhigh",
+     "GPQA Diamond, OpenAI's 'Introducing GPT-5.4 mini and nano' table"),
+    ("openai", "gpt-5.4-nano", "GPQA", 82.8, "2026-03-17", "https://pubt.io/view/B3DD377845CE13185BE14C4C82F8CB9639C7F005",
+     "https://euno.news/posts/en/introducing-gpt-54-mini-and-nano-cdc206", "reasoning-xhigh",
+     "GPQA Diamond, OpenAI's 'Introducing GPT-5.4 mini and nano' table"),
+    ("anthropic", "claude-opus-4-8", "SWE-bench-Verified", 88.6, "2026-05-28", "https://techjacksolutions.com/?p=55247",
+     "http://www.kongchang.com/en/articles/deep-dive-into-claude-opus-4-8-the-ai-paradox-of-being-more-honest-yet-"
+     "better-at-gaming-tests", "vendor-setting", "SWE-bench Verified, Anthropic's Claude Opus 4.8 launch figure"),
+    # Moonshot's Kimi K2.6 model card (huggingface.co/moonshotai/Kimi-K2.6, Modified MIT), read in two copies. The
+    # card reports K2.6 "with thinking mode enabled", which Moonshot's API does by default for kimi-k2.6 (thinking is
+    # switched off with thinking.type=disabled: https://docs.agno.com/examples/models/moonshot/thinking-mode).
+    ("moonshot", "kimi-k2.6", "SWE-bench-Verified", 80.2, "2026-04-20",
+     "https://cnb.wcchen.cn/ai-models/moonshotai/Kimi-K2.6/-/blob/main/README.md",
+     "https://ai.gitcode.com/MoonshotAI/Kimi-K2.6", None,
+     "SWE-bench Verified, Kimi K2.6 model card 'Evaluation Results' (thinking mode, the API's default)"),
+    ("moonshot", "kimi-k2.6", "LiveCodeBench", 89.6, "2026-04-20",
+     "https://cnb.wcchen.cn/ai-models/moonshotai/Kimi-K2.6/-/blob/main/README.md",
+     "https://ai.gitcode.com/MoonshotAI/Kimi-K2.6", None,
+     "LiveCodeBench (v6), Kimi K2.6 model card 'Evaluation Results' (thinking mode, the API's default)"),
+    # Qwen's Qwen3.5-9B figure (February/March 2026); Qwen3.5 reasons by default (the first page says so).
+    ("qwen", "Qwen3.5-9B", "GPQA", 81.7, "2026-03-02", "https://crafiq.ai/models/language/alibaba-qwen3-5-9b",
+     "https://apxml.com/models/qwen35-9b", None,
+     "GPQA Diamond, Qwen's Qwen3.5-9B release figure (thinking mode, the model's default)"),
 ]
 
 
 def rows() -> list[dict[str, str]]:
     return [dict(provider=provider, model=variant_name(model, slug), benchmark=benchmark, score=f"{score:.1f}",
                  protocol=protocol, source_url=first, source_note=f"the same figure quoted by {second}",
-                 date=date, setting=UNSTATED if slug else DEFAULT_SETTING, licence=LICENCE)
+                 date=date, setting=SETTINGS[slug] if slug else DEFAULT_SETTING, licence=LICENCE)
             for provider, model, benchmark, score, date, first, second, slug, protocol in ENTRIES]
 
 
