@@ -20,7 +20,9 @@ from benchmarks.model_figures.common import DEFAULT_SETTING, replace_source, var
 LICENCE = "vendor's claim, quoted by two public pages (the vendor's page not reached)"
 UNSTATED = "the vendor's launch evaluation; the reasoning setting is not stated by the quoting pages"
 SETTINGS = {"vendor-setting": UNSTATED,
-            "reasoning-xhigh": "reasoning effort xhigh, as the vendor's launch table states (API default: none)"}
+            "reasoning-xhigh": "reasoning effort xhigh, as the vendor's launch table states (API default: none)",
+            "reasoning-max": "thinking effort max ('Think Max'), as the vendor states (API default: thinking, effort high)",
+            "thinking-high": "thinking level high, as the vendor's table states (the API default level differs by model)"}
 
 # (provider, model, benchmark, score, date, first page, second page, setting slug or None, protocol)
 ENTRIES = [
@@ -61,6 +63,24 @@ ENTRIES = [
      "https://cnb.wcchen.cn/ai-models/moonshotai/Kimi-K2.6/-/blob/main/README.md",
      "https://ai.gitcode.com/MoonshotAI/Kimi-K2.6", None,
      "LiveCodeBench (v6), Kimi K2.6 model card 'Evaluation Results' (thinking mode, the API's default)"),
+    # DeepSeek's V4 launch figures (24 April 2026) are its 'Max' effort; DeepSeek's API enables thinking by default at
+    # effort high (https://api-docs.deepseek.com/guides/thinking_mode.md), so these are variants.
+    ("deepseek", "deepseek-v4-pro", "GPQA", 90.1, "2026-04-24", "https://together.ai/models/deepseek-v4-pro",
+     "https://voidsource.dev/ai/llm/deepseek-v4", "reasoning-max", "GPQA Diamond, DeepSeek-V4-Pro-Max (model card)"),
+    ("deepseek", "deepseek-v4-pro", "SWE-bench-Verified", 80.6, "2026-04-24", "https://together.ai/models/deepseek-v4-pro",
+     "https://www.besthub.dev/articles/deepseek-v4-launch-open-source-model-beats-closed-source-leaders-in-coding-math-"
+     "1-6-t-params-1-m-context-0a228d643703", "reasoning-max", "SWE-bench Verified, DeepSeek-V4-Pro-Max (model card)"),
+    ("deepseek", "deepseek-v4-pro", "LiveCodeBench", 93.5, "2026-04-24", "https://together.ai/models/deepseek-v4-pro",
+     "https://www.besthub.dev/articles/deepseek-v4-launch-open-source-model-beats-closed-source-leaders-in-coding-math-"
+     "1-6-t-params-1-m-context-0a228d643703", "reasoning-max", "LiveCodeBench, DeepSeek-V4-Pro-Max (model card)"),
+    ("deepseek", "deepseek-v4-flash", "SWE-bench-Verified", 79.0, "2026-04-24", "https://voidsource.dev/ai/llm/deepseek-v4",
+     "https://www.continuumlabs.ai/inference/models", "reasoning-max",
+     "SWE-bench Verified, DeepSeek-V4-Flash at its maximum reasoning effort (model card)"),
+    # Google's Gemini 3.1 Flash-Lite page (deepmind.google/models/gemini/flash-lite/, March 2026) reports it at thinking
+    # level High; Gemini 3.x Flash models default to lower levels, so a variant.
+    ("google", "gemini-3.1-flash-lite", "GPQA", 86.9, "2026-03-03", "https://robotsatlas.com/modele-ai/gemini-31-flash-lite",
+     "https://allabouttalking.com/gemini-3-1-flash-lite-built-for-intelligence-at-scale-2/", "thinking-high",
+     "GPQA Diamond, Google's Gemini 3.1 Flash-Lite launch table ('Gemini 3.1 Flash-Lite High', no tools)"),
     # Qwen's Qwen3.5-9B figure (February/March 2026); Qwen3.5 reasons by default (the first page says so).
     ("qwen", "Qwen3.5-9B", "GPQA", 81.7, "2026-03-02", "https://crafiq.ai/models/language/alibaba-qwen3-5-9b",
      "https://apxml.com/models/qwen35-9b", None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from benchmarks.model_figures import aider, epoch, vendor_cards
+from benchmarks.model_figures import aider, epoch, vendor_cards, vendor_quotes
 from benchmarks.model_figures.common import COLUMNS, DEFAULT_SETTING, read_rows, reaches_trained_model, \
     replace_source, write_rows
 
@@ -53,7 +53,7 @@ def test_no_importer_row_reaches_a_trained_model():
     assert not reaches_trained_model("Llama-3.1-8B-Instruct")
     assert not any(reaches_trained_model(r["model"].partition(":")[0]) for r in vendor_cards.rows())
     shipped = read_rows()
-    ours = [r for r in shipped if epoch.owns(r) or aider.owns(r) or vendor_cards.owns(r)]
+    ours = [r for r in shipped if epoch.owns(r) or aider.owns(r) or vendor_cards.owns(r) or vendor_quotes.owns(r)]
     assert ours and not any(reaches_trained_model(r["model"].partition(":")[0]) for r in ours)
 
 
@@ -79,3 +79,18 @@ def test_the_epoch_importer_reads_a_snapshot(tmp_path: Path):
     eci = epoch.eci_rows(repo / ".git", "HEAD", "owner/name", "2026-04-19")
     assert [(r["model"], r["score"]) for r in eci] == [("gpt-5-2025-08-07", "150.0")]  # one value for every setting
     assert eci[0]["setting"].startswith("model-level")
+
+
+def test_quoted_figures_cite_two_pages_and_keep_a_stated_non_default_setting_apart():
+    rows = vendor_quotes.rows()
+    assert rows and all(r["source_url"].startswith("http") and r["source_url"] not in r["source_note"]
+                        and "http" in r["source_note"] for r in rows)  # two different pages per figure
+    by_name = {(r["model"], r["benchmark"]): r for r in rows}
+    # xhigh, max, thinking-high and unstated settings are variants; a figure at the API default keeps the id
+    assert by_name[("gpt-5.4-mini:reasoning-xhigh", "GPQA")]["setting"] == vendor_quotes.SETTINGS["reasoning-xhigh"]
+    assert ("deepseek-v4-pro:reasoning-max", "SWE-bench-Verified") in by_name
+    assert ("claude-opus-4-8:vendor-setting", "SWE-bench-Verified") in by_name
+    assert by_name[("kimi-k2.6", "LiveCodeBench")]["setting"] == DEFAULT_SETTING
+    assert all((":" in r["model"]) == (r["setting"] != DEFAULT_SETTING) for r in rows)
+    shipped = {(r["model"], r["benchmark"]) for r in read_rows() if vendor_quotes.owns(r)}
+    assert shipped == set(by_name)  # the shipped file holds exactly this importer's current rows
