@@ -81,6 +81,28 @@ ENTRIES = [
     ("google", "gemini-3.1-flash-lite", "GPQA", 86.9, "2026-03-03", "https://robotsatlas.com/modele-ai/gemini-31-flash-lite",
      "https://allabouttalking.com/gemini-3-1-flash-lite-built-for-intelligence-at-scale-2/", "thinking-high",
      "GPQA Diamond, Google's Gemini 3.1 Flash-Lite launch table ('Gemini 3.1 Flash-Lite High', no tools)"),
+    # Mistral's coding and reasoning models. Devstral models do not reason (one setting); Magistral models always reason
+    # (one setting). Devstral 2 is 'mistralai/devstral-2512' (https://sg.langmart.ai/model-docs/models/
+    # mistralai_devstral-2-2512-free.html); Devstral Small 1.1 is devstral-small-2507 (the first page's canonical slug).
+    ("mistral", "devstral-2512", "SWE-bench-Verified", 72.2, "2025-12-09",
+     "https://www.gen.qa/devstral-2-swe-bench-cline-human-eval/", "https://awesomeagents.ai/models/devstral-2/", None,
+     "SWE-bench Verified, Mistral's Devstral 2 launch figure (OpenHands scaffold)"),
+    ("mistral", "devstral-small-2507", "SWE-bench-Verified", 53.6, "2025-07-10",
+     "https://nnzen.com/models/mistralai/devstral-small", "https://neuralhub.xyz/dashboard/models/mistralai/devstral-small",
+     None, "SWE-bench Verified, Mistral's Devstral Small 1.1 figure (the provider's model description)"),
+    ("mistral", "magistral-medium-2506", "AIME-2024", 73.6, "2025-06-10",
+     "https://chatforest.com/reviews/mistral-magistral-medium-api-reasoning-llm-review/",
+     "https://vercel.com/ai-gateway/models/magistral-medium", None,
+     "AIME 2024 pass@1, Mistral's Magistral Medium (1.0) launch figure"),
+    ("mistral", "magistral-medium-2506", "GPQA", 70.8, "2025-06-10",
+     "https://chatforest.com/reviews/mistral-magistral-medium-api-reasoning-llm-review/",
+     "https://topreviewed.ai/models/magistral-medium-1-2", None,
+     "GPQA Diamond (70.83), Mistral's Magistral Medium (1.0) launch figure"),
+    # Mistral Medium 3.5 takes a reasoning effort (none/high); the pages do not say which the figure used.
+    ("mistral", "mistral-medium-3.5", "SWE-bench-Verified", 77.6, "2026-04-29",
+     "https://awesomeagents.ai/models/mistral-medium-3-5/",
+     "https://chatforest.com/reviews/mistral-medium-3-5-dense-128b-agentic-llm-review/", "vendor-setting",
+     "SWE-bench Verified, Mistral's Medium 3.5 launch figure"),
     # Qwen's Qwen3.5-9B figure (February/March 2026); Qwen3.5 reasons by default (the first page says so).
     ("qwen", "Qwen3.5-9B", "GPQA", 81.7, "2026-03-02", "https://crafiq.ai/models/language/alibaba-qwen3-5-9b",
      "https://apxml.com/models/qwen35-9b", None,
