@@ -21,8 +21,10 @@ LICENCE = "vendor's claim, quoted by two public pages (the vendor's page not rea
 UNSTATED = "the vendor's launch evaluation; the reasoning setting is not stated by the quoting pages"
 SETTINGS = {"vendor-setting": UNSTATED,
             "reasoning-xhigh": "reasoning effort xhigh, as the vendor's launch table states (API default: none)",
-            "reasoning-max": "thinking effort max ('Think Max'), as the vendor states (API default: thinking, effort high)",
-            "thinking-high": "thinking level high, as the vendor's table states (the API default level differs by model)"}
+            "reasoning-max": "thinking effort max ('Think Max'), as the vendor states "
+                             "(API default: thinking, effort high)",
+            "thinking-high": "thinking level high, as the vendor's table states "
+                             "(the API default level differs by model)"}
 
 # (provider, model, benchmark, score, date, first page, second page, setting slug or None, protocol)
 ENTRIES = [
@@ -43,10 +45,12 @@ ENTRIES = [
      "https://github.com/orgs/cometapi-dev/discussions/21", None,
      "SWE-bench Verified, xAI's Grok Code Fast 1 launch figure (reasoning always on, no effort setting)"),
     # OpenAI's GPT-5.4 mini and nano release (17 March 2026): the table's columns say "(xhigh)".
-    ("openai", "gpt-5.4-mini", "GPQA", 88.0, "2026-03-17", "https://pubt.io/view/B3DD377845CE13185BE14C4C82F8CB9639C7F005",
+    ("openai", "gpt-5.4-mini", "GPQA", 88.0, "2026-03-17",
+     "https://pubt.io/view/B3DD377845CE13185BE14C4C82F8CB9639C7F005",
      "https://euno.news/posts/en/introducing-gpt-54-mini-and-nano-cdc206", "reasoning-xhigh",
      "GPQA Diamond, OpenAI's 'Introducing GPT-5.4 mini and nano' table"),
-    ("openai", "gpt-5.4-nano", "GPQA", 82.8, "2026-03-17", "https://pubt.io/view/B3DD377845CE13185BE14C4C82F8CB9639C7F005",
+    ("openai", "gpt-5.4-nano", "GPQA", 82.8, "2026-03-17",
+     "https://pubt.io/view/B3DD377845CE13185BE14C4C82F8CB9639C7F005",
      "https://euno.news/posts/en/introducing-gpt-54-mini-and-nano-cdc206", "reasoning-xhigh",
      "GPQA Diamond, OpenAI's 'Introducing GPT-5.4 mini and nano' table"),
     ("anthropic", "claude-opus-4-8", "SWE-bench-Verified", 88.6, "2026-05-28", "https://techjacksolutions.com/?p=55247",
@@ -67,18 +71,21 @@ ENTRIES = [
     # effort high (https://api-docs.deepseek.com/guides/thinking_mode.md), so these are variants.
     ("deepseek", "deepseek-v4-pro", "GPQA", 90.1, "2026-04-24", "https://together.ai/models/deepseek-v4-pro",
      "https://voidsource.dev/ai/llm/deepseek-v4", "reasoning-max", "GPQA Diamond, DeepSeek-V4-Pro-Max (model card)"),
-    ("deepseek", "deepseek-v4-pro", "SWE-bench-Verified", 80.6, "2026-04-24", "https://together.ai/models/deepseek-v4-pro",
+    ("deepseek", "deepseek-v4-pro", "SWE-bench-Verified", 80.6, "2026-04-24",
+     "https://together.ai/models/deepseek-v4-pro",
      "https://www.besthub.dev/articles/deepseek-v4-launch-open-source-model-beats-closed-source-leaders-in-coding-math-"
      "1-6-t-params-1-m-context-0a228d643703", "reasoning-max", "SWE-bench Verified, DeepSeek-V4-Pro-Max (model card)"),
     ("deepseek", "deepseek-v4-pro", "LiveCodeBench", 93.5, "2026-04-24", "https://together.ai/models/deepseek-v4-pro",
      "https://www.besthub.dev/articles/deepseek-v4-launch-open-source-model-beats-closed-source-leaders-in-coding-math-"
      "1-6-t-params-1-m-context-0a228d643703", "reasoning-max", "LiveCodeBench, DeepSeek-V4-Pro-Max (model card)"),
-    ("deepseek", "deepseek-v4-flash", "SWE-bench-Verified", 79.0, "2026-04-24", "https://voidsource.dev/ai/llm/deepseek-v4",
+    ("deepseek", "deepseek-v4-flash", "SWE-bench-Verified", 79.0, "2026-04-24",
+     "https://voidsource.dev/ai/llm/deepseek-v4",
      "https://www.continuumlabs.ai/inference/models", "reasoning-max",
      "SWE-bench Verified, DeepSeek-V4-Flash at its maximum reasoning effort (model card)"),
     # Google's Gemini 3.1 Flash-Lite page (deepmind.google/models/gemini/flash-lite/, March 2026) reports it at thinking
     # level High; Gemini 3.x Flash models default to lower levels, so a variant.
-    ("google", "gemini-3.1-flash-lite", "GPQA", 86.9, "2026-03-03", "https://robotsatlas.com/modele-ai/gemini-31-flash-lite",
+    ("google", "gemini-3.1-flash-lite", "GPQA", 86.9, "2026-03-03",
+     "https://robotsatlas.com/modele-ai/gemini-31-flash-lite",
      "https://allabouttalking.com/gemini-3-1-flash-lite-built-for-intelligence-at-scale-2/", "thinking-high",
      "GPQA Diamond, Google's Gemini 3.1 Flash-Lite launch table ('Gemini 3.1 Flash-Lite High', no tools)"),
     # Mistral's coding and reasoning models. Devstral models do not reason (one setting); Magistral models always reason
@@ -88,7 +95,8 @@ ENTRIES = [
      "https://www.gen.qa/devstral-2-swe-bench-cline-human-eval/", "https://awesomeagents.ai/models/devstral-2/", None,
      "SWE-bench Verified, Mistral's Devstral 2 launch figure (OpenHands scaffold)"),
     ("mistral", "devstral-small-2507", "SWE-bench-Verified", 53.6, "2025-07-10",
-     "https://nnzen.com/models/mistralai/devstral-small", "https://neuralhub.xyz/dashboard/models/mistralai/devstral-small",
+     "https://nnzen.com/models/mistralai/devstral-small",
+     "https://neuralhub.xyz/dashboard/models/mistralai/devstral-small",
      None, "SWE-bench Verified, Mistral's Devstral Small 1.1 figure (the provider's model description)"),
     ("mistral", "magistral-medium-2506", "AIME-2024", 73.6, "2025-06-10",
      "https://chatforest.com/reviews/mistral-magistral-medium-api-reasoning-llm-review/",
