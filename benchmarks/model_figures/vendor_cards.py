@@ -26,6 +26,10 @@ GLM_4_5 = dict(
     licence=f"{LICENCE_PREFIX} (zai-org/GLM-4.5, Apache-2.0)", date="2025-08-09",
     note="GLM-4.5 technical report, Table 4 (reasoning; AIME Avg@32, GPQA Avg@8) and Table 5 (coding)")
 GLM_SETTING = "API default (thinking enabled, the vendor's evaluation setting)"
+GLM_4_0414 = dict(
+    url="https://github.com/THUDM/GLM-4/blob/3f79b543647b792aa167c712cd327475ec423f7b/README.md",
+    licence=f"{LICENCE_PREFIX} (THUDM/GLM-4, Apache-2.0)", date="2025-04-14",
+    note="GLM-4 README, GLM-4-0414 series tables (instruction following; SWE-bench Verified by agent framework)")
 # Mistral's Ministral 3 card (Hugging Face, Apache-2.0), read in a verbatim copy kept in a public repository; its
 # "Benchmark Results" tables give the instruct checkpoints (no reasoning: one setting) and the separate reasoning
 # checkpoints (they always reason: one setting).
@@ -50,6 +54,9 @@ ENTRIES = [
     ("zai", "glm-4.5-air", "AIME-2024", 89.4, "AIME 2024, Avg@32", GLM_4_5, GLM_SETTING),
     ("zai", "glm-4.5-air", "LiveCodeBench", 70.7, "LiveCodeBench 2407-2501", GLM_4_5, GLM_SETTING),
     ("zai", "glm-4.5-air", "SWE-bench-Verified", 57.6, "SWE-bench Verified, OpenHands", GLM_4_5, GLM_SETTING),
+    ("zai", "GLM-4-32B-0414", "IFEval", 87.6, "IFEval", GLM_4_0414, DEFAULT_SETTING),
+    ("zai", "GLM-4-32B-0414", "SWE-bench-Verified", 27.2,
+     "SWE-bench Verified, OpenHands (Moatless 33.8, Agentless 30.7)", GLM_4_0414, DEFAULT_SETTING),
     ("mistral", "Ministral-3-14B-Instruct-2512", "MATH", 90.4, "MATH, Maj@1", MINISTRAL_3, DEFAULT_SETTING),
     ("mistral", "Ministral-3-8B-Instruct-2512", "MATH", 87.6, "MATH, Maj@1", MINISTRAL_3, DEFAULT_SETTING),
     ("mistral", "Ministral-3-3B-Instruct-2512", "MATH", 83.0, "MATH, Maj@1", MINISTRAL_3, DEFAULT_SETTING),
