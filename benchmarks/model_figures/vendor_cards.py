@@ -30,6 +30,11 @@ GLM_4_0414 = dict(
     url="https://github.com/THUDM/GLM-4/blob/3f79b543647b792aa167c712cd327475ec423f7b/README.md",
     licence=f"{LICENCE_PREFIX} (THUDM/GLM-4, Apache-2.0)", date="2025-04-14",
     note="GLM-4 README, GLM-4-0414 series tables (instruction following; SWE-bench Verified by agent framework)")
+JAMBA_1_5 = dict(
+    url="https://github.com/asgaardlab/model-card-reorganization/blob/3a0a6702b42ac2a960774259f4573059561b8dd8/"
+        "verified_model_cards/ai21labs@AI21-Jamba-1.5-Mini/2_original_model_card.md",
+    licence=f"{LICENCE_PREFIX} (AI21's Jamba 1.5 Mini model card, Jamba Open Model License; read in a verbatim copy)",
+    date="2024-08-22", note="AI21 Jamba 1.5 Mini model card, 'Results on common benchmarks'")
 # Mistral's Ministral 3 card (Hugging Face, Apache-2.0), read in a verbatim copy kept in a public repository; its
 # "Benchmark Results" tables give the instruct checkpoints (no reasoning: one setting) and the separate reasoning
 # checkpoints (they always reason: one setting).
@@ -54,6 +59,8 @@ ENTRIES = [
     ("zai", "glm-4.5-air", "AIME-2024", 89.4, "AIME 2024, Avg@32", GLM_4_5, GLM_SETTING),
     ("zai", "glm-4.5-air", "LiveCodeBench", 70.7, "LiveCodeBench 2407-2501", GLM_4_5, GLM_SETTING),
     ("zai", "glm-4.5-air", "SWE-bench-Verified", 57.6, "SWE-bench Verified, OpenHands", GLM_4_5, GLM_SETTING),
+    ("ai21", "jamba-1.5-mini", "GPQA", 32.3, "GPQA", JAMBA_1_5, DEFAULT_SETTING),
+    ("ai21", "jamba-1.5-large", "GPQA", 36.9, "GPQA", JAMBA_1_5, DEFAULT_SETTING),
     ("zai", "GLM-4-32B-0414", "IFEval", 87.6, "IFEval", GLM_4_0414, DEFAULT_SETTING),
     ("zai", "GLM-4-32B-0414", "SWE-bench-Verified", 27.2,
      "SWE-bench Verified, OpenHands (Moatless 33.8, Agentless 30.7)", GLM_4_0414, DEFAULT_SETTING),
