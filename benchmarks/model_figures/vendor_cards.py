@@ -35,6 +35,11 @@ JAMBA_1_5 = dict(
         "verified_model_cards/ai21labs@AI21-Jamba-1.5-Mini/2_original_model_card.md",
     licence=f"{LICENCE_PREFIX} (AI21's Jamba 1.5 Mini model card, Jamba Open Model License; read in a verbatim copy)",
     date="2024-08-22", note="AI21 Jamba 1.5 Mini model card, 'Results on common benchmarks'")
+QWEN_2_5 = dict(
+    url="https://github.com/fredericowieser/Dynamic-Transformers/blob/80a7647d0e77370176e98f1d28a0edd788c500e1/docs/"
+        "Qwen_2-5_Paper.md",
+    licence=f"{LICENCE_PREFIX} (Qwen2.5 Technical Report, arXiv 2412.15115; read in a verbatim markdown copy)",
+    date="2024-12-19", note="Qwen2.5 Technical Report, Table 7 (14B-30B+ instruction-tuned models)")
 # Mistral's Ministral 3 card (Hugging Face, Apache-2.0), read in a verbatim copy kept in a public repository; its
 # "Benchmark Results" tables give the instruct checkpoints (no reasoning: one setting) and the separate reasoning
 # checkpoints (they always reason: one setting).
@@ -61,6 +66,10 @@ ENTRIES = [
     ("zai", "glm-4.5-air", "SWE-bench-Verified", 57.6, "SWE-bench Verified, OpenHands", GLM_4_5, GLM_SETTING),
     ("ai21", "jamba-1.5-mini", "GPQA", 32.3, "GPQA", JAMBA_1_5, DEFAULT_SETTING),
     ("ai21", "jamba-1.5-large", "GPQA", 36.9, "GPQA", JAMBA_1_5, DEFAULT_SETTING),
+    ("qwen", "Qwen2.5-14B-Instruct", "GPQA", 45.5, "GPQA", QWEN_2_5, DEFAULT_SETTING),
+    ("qwen", "Qwen2.5-14B-Instruct", "MATH", 80.0, "MATH", QWEN_2_5, DEFAULT_SETTING),
+    ("qwen", "Qwen2.5-14B-Instruct", "LiveCodeBench", 42.6, "LiveCodeBench", QWEN_2_5, DEFAULT_SETTING),
+    ("qwen", "Qwen2.5-14B-Instruct", "IFEval", 81.0, "IFEval", QWEN_2_5, DEFAULT_SETTING),
     ("zai", "GLM-4-32B-0414", "IFEval", 87.6, "IFEval", GLM_4_0414, DEFAULT_SETTING),
     ("zai", "GLM-4-32B-0414", "SWE-bench-Verified", 27.2,
      "SWE-bench Verified, OpenHands (Moatless 33.8, Agentless 30.7)", GLM_4_0414, DEFAULT_SETTING),
