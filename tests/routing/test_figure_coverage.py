@@ -19,7 +19,7 @@ from api.routing.coverage import COVERED, FigureIndex, classify, read_aliases
 # The date docs/routing.md's coverage table is printed for (deprecations depend on it).
 DOC_DATE = datetime.date(2026, 11, 27)
 # Share of active catalogue models covered (own figures, another snapshot or sibling, an explicit alias).
-COVERED_FLOOR = 0.42
+COVERED_FLOOR = 0.43
 # Models of today that must have figures of their own (or of the snapshot their alias names).
 TODAYS_MODELS = [
     ("openai", "gpt-5"), ("openai", "gpt-5-mini"), ("openai", "gpt-5-nano"), ("openai", "gpt-4o-mini"),
