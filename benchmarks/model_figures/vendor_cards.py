@@ -69,8 +69,6 @@ ENTRIES = [
     ("qwen", "Qwen2.5-14B-Instruct", "GPQA", 45.5, "GPQA", QWEN_2_5, DEFAULT_SETTING),
     ("qwen", "Qwen2.5-14B-Instruct", "MATH", 80.0, "MATH", QWEN_2_5, DEFAULT_SETTING),
     ("qwen", "Qwen2.5-14B-Instruct", "LiveCodeBench", 42.6, "LiveCodeBench", QWEN_2_5, DEFAULT_SETTING),
-    ("qwen", "Qwen2.5-14B-Instruct", "IFEval", 81.0, "IFEval", QWEN_2_5, DEFAULT_SETTING),
-    ("zai", "GLM-4-32B-0414", "IFEval", 87.6, "IFEval", GLM_4_0414, DEFAULT_SETTING),
     ("zai", "GLM-4-32B-0414", "SWE-bench-Verified", 27.2,
      "SWE-bench Verified, OpenHands (Moatless 33.8, Agentless 30.7)", GLM_4_0414, DEFAULT_SETTING),
     ("mistral", "Ministral-3-14B-Instruct-2512", "MATH", 90.4, "MATH, Maj@1", MINISTRAL_3, DEFAULT_SETTING),
