@@ -4,10 +4,11 @@ model the shipped router trained on. They read local git snapshots; these tests 
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
-from benchmarks.model_figures import aider, epoch, vendor_cards
+from benchmarks.model_figures import aider, epoch, transcribed, vendor_cards, vendor_quotes
 from benchmarks.model_figures.common import COLUMNS, DEFAULT_SETTING, read_rows, reaches_trained_model, \
     replace_source, write_rows
 
@@ -53,7 +54,7 @@ def test_no_importer_row_reaches_a_trained_model():
     assert not reaches_trained_model("Llama-3.1-8B-Instruct")
     assert not any(reaches_trained_model(r["model"].partition(":")[0]) for r in vendor_cards.rows())
     shipped = read_rows()
-    ours = [r for r in shipped if epoch.owns(r) or aider.owns(r) or vendor_cards.owns(r)]
+    ours = [r for r in shipped if any(m.owns(r) for m in (epoch, aider, vendor_cards, vendor_quotes, transcribed))]
     assert ours and not any(reaches_trained_model(r["model"].partition(":")[0]) for r in ours)
 
 
@@ -79,3 +80,49 @@ def test_the_epoch_importer_reads_a_snapshot(tmp_path: Path):
     eci = epoch.eci_rows(repo / ".git", "HEAD", "owner/name", "2026-04-19")
     assert [(r["model"], r["score"]) for r in eci] == [("gpt-5-2025-08-07", "150.0")]  # one value for every setting
     assert eci[0]["setting"].startswith("model-level")
+
+
+def test_quoted_figures_cite_two_pages_and_keep_a_stated_non_default_setting_apart():
+    rows = vendor_quotes.rows()
+    assert rows and all(r["source_url"].startswith("http") and r["source_url"] not in r["source_note"]
+                        and "http" in r["source_note"] for r in rows)  # two different pages per figure
+    by_name = {(r["model"], r["benchmark"]): r for r in rows}
+    # xhigh, max, thinking-high and unstated settings are variants; a figure at the API default keeps the id
+    assert by_name[("gpt-5.4-mini:reasoning-xhigh", "GPQA")]["setting"] == vendor_quotes.SETTINGS["reasoning-xhigh"]
+    assert ("deepseek-v4-pro:reasoning-max", "SWE-bench-Verified") in by_name
+    assert ("claude-opus-4-8:vendor-setting", "SWE-bench-Verified") in by_name
+    assert by_name[("kimi-k2.6", "LiveCodeBench")]["setting"] == DEFAULT_SETTING
+    assert all((":" in r["model"]) == (r["setting"] != DEFAULT_SETTING) for r in rows)
+    shipped = {(r["model"], r["benchmark"]) for r in read_rows() if vendor_quotes.owns(r)}
+    assert shipped == set(by_name)  # the shipped file holds exactly this importer's current rows
+
+
+def test_transcribed_tables_take_only_the_vendors_own_column_at_its_stated_setting(tmp_path: Path):
+    data = {"generatedAt": "2026-08-08T02:54:02+00:00",
+            "sources": [{"id": "deepseek-v4-pro-card", "label": "DeepSeek-V4 release",
+                         "url": "https://vendor.example/v4"},
+                        {"id": "zai-glm-5-2-card", "label": "GLM-5.2 card", "url": "https://vendor.example/glm"}],
+            "results": [
+                {"model": "DeepSeek V4 Pro (High)", "benchmarkId": "gpqa-diamond", "value": 89.1,
+                 "sourceId": "deepseek-v4-pro-card"},
+                {"model": "DeepSeek V4 Pro (High)", "benchmarkId": "hle", "value": 34.5,  # not a CSV benchmark
+                 "sourceId": "deepseek-v4-pro-card"},
+                {"model": "DeepSeek V4 Pro (Max)", "benchmarkId": "gpqa-diamond", "value": 90.1,  # not picked
+                 "sourceId": "deepseek-v4-pro-card"},
+                {"model": "GLM-5.1", "benchmarkId": "gpqa-diamond", "value": 86.2,  # another vendor's table
+                 "sourceId": "zai-glm-5-2-card"},
+                {"model": "GLM-5.2 (max)", "benchmarkId": "gpqa-diamond", "value": 91.2,
+                 "sourceId": "zai-glm-5-2-card"}]}
+    repo = tmp_path / "repo"
+    (repo / "data" / "benchmarks").mkdir(parents=True)
+    (repo / transcribed.PATH).write_text(json.dumps(data))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "snapshot"], check=True)
+    rows = transcribed.rows_from(transcribed.read_snapshot(repo / ".git", "HEAD"), "abcdef1234")
+    assert [(r["model"], r["benchmark"], r["score"]) for r in rows] == [
+        ("deepseek-v4-pro", "GPQA", "89.1"), ("glm-5.2:reasoning-max", "GPQA", "91.2")]
+    assert rows[0]["setting"].startswith(DEFAULT_SETTING) and rows[0]["source_url"] == "https://vendor.example/v4"
+    assert rows[1]["setting"] == "reasoning effort max, as the vendor's table states"
+    assert all(r["date"] == "2026-08-08" and "abcdef1" in r["source_note"] for r in rows)
