@@ -121,18 +121,22 @@ def _compatible(a: NameParts, b: NameParts) -> bool:
     return a.family == b.family and a.line == b.line and a.mode == b.mode
 
 
+def _generations(target: float | None, generations: list[float | None], sized: bool = False) -> list[float | None]:
+    """The generations to read, nearest first: the same, then older ones (newest first), then newer ones (oldest
+    first), then those without one. A name without one reads those first, then is an API alias of the newest (gemini-flash-latest, deepseek-reasoner), or, with a
+    size in it, the first release of open weights (yi-34b, before yi-1.5-34b)."""
+    known = sorted({g for g in generations if g is not None})
+    unnamed = [None] if None in generations else []  # members whose names carry no generation either
+    if target is None:
+        return unnamed + (known if sized else known[::-1])
+    older = [g for g in known if g <= target][::-1]
+    return older + [g for g in known if g > target] + unnamed
+
+
 def _nearest_generation(target: float | None, generations: list[float | None],
                         sized: bool = False) -> float | None:
-    """The generation to read: the same, else the nearest older one, else the nearest newer. A name without one is
-    an API alias of the newest (gemini-flash-latest, deepseek-reasoner), or, with a size in it, the first release
-    of open weights (yi-34b, before yi-1.5-34b)."""
-    known = sorted({g for g in generations if g is not None})
-    if not known:
-        return None
-    if target is None:
-        return known[0] if sized else known[-1]
-    older = [g for g in known if g <= target]
-    return older[-1] if older else known[0]
+    order = _generations(target, generations, sized)
+    return order[0] if order else None
 
 
 class Placer:
@@ -191,22 +195,27 @@ class Placer:
         out = {}
         for j, axis in enumerate(AXES):
             having = [k for k in siblings if axis in k.axes]
-            generation = _nearest_generation(parts.generation, [k.parts.generation for k in having],
-                                             parts.size_b is not None)
-            here = [k for k in having if k.parts.generation == generation]
-            same = [k.axes[axis] for k in here if (k.parts.tier, k.parts.size_b) == (parts.tier, parts.size_b)]
-            if same:
-                out[axis] = sum(same) / len(same)
-                continue
-            shifted = []
-            for k in here:
-                if parts.size_b is not None and k.parts.size_b is not None:
-                    shifted.append(k.axes[axis] + self.size_gap[j] * math.log2(parts.size_b / k.parts.size_b))
-                elif parts.tier is not None and k.parts.tier is not None:
-                    shifted.append(k.axes[axis] + self.tier_gap[j] * (parts.tier - k.parts.tier))
-            if shifted:
-                out[axis] = sum(shifted) / len(shifted)
+            # the nearest generation whose members can be compared with it (a tier with a tier, a size with a size)
+            for generation in _generations(parts.generation, [k.parts.generation for k in having],
+                                           parts.size_b is not None):
+                value = self._from_generation(parts, [k for k in having if k.parts.generation == generation], j)
+                if value is not None:
+                    out[axis] = value
+                    break
         return out
+
+    def _from_generation(self, parts: NameParts, here: list[Known], j: int) -> float | None:
+        axis = AXES[j]
+        same = [k.axes[axis] for k in here if (k.parts.tier, k.parts.size_b) == (parts.tier, parts.size_b)]
+        if same:
+            return sum(same) / len(same)
+        shifted = []
+        for k in here:
+            if parts.size_b is not None and k.parts.size_b is not None:
+                shifted.append(k.axes[axis] + self.size_gap[j] * math.log2(parts.size_b / k.parts.size_b))
+            elif parts.tier is not None and k.parts.tier is not None:
+                shifted.append(k.axes[axis] + self.tier_gap[j] * (parts.tier - k.parts.tier))
+        return sum(shifted) / len(shifted) if shifted else None
 
     def _by_price(self, parts: NameParts, price: float | None, ladder: list[Known]) -> dict[str, float]:
         if not price or price <= 0:
