@@ -235,7 +235,7 @@ class Placer:
 
     def masked(self) -> list[tuple[Known, dict[str, float], str]]:
         """(model, where it is placed with its own figures hidden, level) for every model with figures that its
-        name or price places: the masking test (tests/routing/test_todays_models.py, benchmarks/todays_models.py)."""
+        name or price places: the masking test (tests/routing/test_placement.py, benchmarks/todays_models.py)."""
         out = []
         for k in self.known:
             placed = self.place(k.provider, k.model, k.price, hidden=k.variant)
@@ -250,8 +250,6 @@ class Placer:
         for k, axes, level in self.masked():
             errors[level] += [axes[a] - k.axes[a] for a in axes if a in k.axes]
         return {level: float(np.sqrt(np.mean(np.square(e)))) for level, e in errors.items() if e}
-
-
 
 
 def masking_correlations(placer: Placer, min_models: int = 4) -> dict[str, tuple[float, int]]:
