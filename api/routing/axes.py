@@ -35,9 +35,6 @@ AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": (
 PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA", "ECI", "Arena-Text"),
                     "maths": ("GSM8K-0shot", "MATH", "MATH-L5", "OTIS-Mock-AIME", "AIME-2024", "AIME-2025"),
                     "code": ("CRUX", "SWE-bench-Verified", "Aider-Polyglot", "LiveCodeBench")}
-# Recorded in the figures file but mapped onto no axis: every current model scores 80-90 on IFEval, so its line
-# would carry noise, not order.
-UNMAPPED_BENCHMARKS = ("IFEval",)
 # Benchmarks on another scale than percent: (lowest, highest) a figure may take.
 SCORE_RANGE = {"ECI": (0.0, 200.0), "Arena-Text": (800.0, 2000.0)}
 # An anchor figure at or above this (percent) is saturated (module docstring).
