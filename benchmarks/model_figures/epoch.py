@@ -37,8 +37,8 @@ FILES = {
 # Reasoning efforts that are the API's default for these models (OpenAI's reasoning guide: `reasoning.effort`
 # defaults to medium for o-series and the GPT-5 (Aug 2025) models; gpt-5.1 and later default to none, so every
 # effort measured for them is a variant).
-MEDIUM_IS_DEFAULT = re.compile(r"^(o1|o3|o3-mini|o4-mini|gpt-5|gpt-5-mini|gpt-5-nano|gpt-oss-120b)(-\d{4}-\d{2}-\d{2})?$")
-_SUFFIX = re.compile(r"_(none|minimal|low|medium|high|xhigh|max|unknown|thinking|\d+K)$", re.IGNORECASE)
+MEDIUM_IS_DEFAULT = re.compile(r"^(o1|o3|o3-mini|o4-mini|gpt-5|gpt-5-mini|gpt-5-nano|gpt-oss-120b)(-\d{4}-\d{2}-\d{2})?\Z")
+_SUFFIX = re.compile(r"_(none|minimal|low|medium|high|xhigh|max|unknown|thinking|\d+K)\Z", re.IGNORECASE)
 # gpt-5.1 and later default to reasoning effort none (OpenAI's reasoning guide).
 NONE_IS_DEFAULT = re.compile(r"^gpt-5\.[1-9]")
 # Vendor by the model id's first word (Epoch's Organization column is sometimes empty).
