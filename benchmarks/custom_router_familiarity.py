@@ -55,6 +55,7 @@ def load_routerdc5() -> pools.Pool:
                       np.tile([0.2, 0.2], (len(models), 1)))
 
 
+NAMES = {"main": "main's floor", "served": "this build"}
 LOADERS = {"routerdc5": load_routerdc5, "routerdc": pools.load_routerdc, "mmlu_pro": pools.load_mmlu_pro,
            "zeroeval": pools.load_zeroeval}
 
@@ -125,8 +126,8 @@ def run_pool(key: str, work: Path) -> None:
     b, y = pool.bench[test], pool.y[test]
     for label in ("main", "served"):
         g_rows, g_bench = gains(b, y, r[label])
-        print(f"  in distribution (held-out fold, {len(test)} rows), {'this build' if label == 'served' else label + chr(39) + 's floor':12}: "
-              f"{g_rows:+.2f} points by rows, {g_bench:+.2f} by benchmark", flush=True)
+        print(f"  in distribution (held-out fold, {len(test)} rows), {NAMES[label]:12}: {g_rows:+.2f} points by rows, "
+              f"{g_bench:+.2f} by benchmark", flush=True)
     print(f"    trained in {r['seconds']:.0f} s: {describe(r['report'])}; falls back on {r['caught'].mean():.1%}")
     picks = {"main": [], "served": []}
     order = []
@@ -135,17 +136,17 @@ def run_pool(key: str, work: Path) -> None:
         r = run_split(pool, np.flatnonzero(pool.bench != name), left, work / f"{key}-lobo-{name}")
         y = pool.y[left]
         acc = {k: float(y[np.arange(len(y)), r[k]].mean()) for k in picks}
-        print(f"  {name} left out ({len(left)} rows): this build {acc['served']:.4f}, main's floor {acc['main']:.4f}, "
-              f"the upload's best single model {y[:, r['train_best']].mean():.4f}, best on it {y.mean(axis=0).max():.4f}; "
-              f"falls back on {r['caught'].mean():.0%}; {describe(r['report'])}", flush=True)
+        print(f"  {name} left out ({len(left)} rows): this build {acc['served']:.4f}, main's floor "
+              f"{acc['main']:.4f}, the upload's best single model {y[:, r['train_best']].mean():.4f}, best on it "
+              f"{y.mean(axis=0).max():.4f}; falls back on {r['caught'].mean():.0%}; {describe(r['report'])}", flush=True)
         for k in picks:
             picks[k].append(r[k])
         order.append(left)
     rows = np.concatenate(order)
     for label in ("main", "served"):
         _, g_bench = gains(pool.bench[rows], pool.y[rows], np.concatenate(picks[label]))
-        print(f"  left-out benchmarks pooled, {'this build' if label == 'served' else label + chr(39) + 's floor'}: "
-              f"{g_bench:+.2f} points by benchmark over the best single model", flush=True)
+        print(f"  left-out benchmarks pooled, {NAMES[label]}: {g_bench:+.2f} points by benchmark over the best single "
+              "model", flush=True)
 
 
 def main() -> int:
