@@ -138,7 +138,8 @@ def run_pool(key: str, work: Path) -> None:
         acc = {k: float(y[np.arange(len(y)), r[k]].mean()) for k in picks}
         print(f"  {name} left out ({len(left)} rows): this build {acc['served']:.4f}, main's floor "
               f"{acc['main']:.4f}, the upload's best single model {y[:, r['train_best']].mean():.4f}, best on it "
-              f"{y.mean(axis=0).max():.4f}; falls back on {r['caught'].mean():.0%}; {describe(r['report'])}", flush=True)
+              f"{y.mean(axis=0).max():.4f}; falls back on {r['caught'].mean():.0%}; {describe(r['report'])}",
+              flush=True)
         for k in picks:
             picks[k].append(r[k])
         order.append(left)
