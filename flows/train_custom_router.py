@@ -107,7 +107,8 @@ def familiarity_rows(familiar: dict) -> list[dict]:
     """The floor artifact's rows on the familiarity threshold: what a prompt unlike the upload gets, and why."""
     if "why_none" in familiar:
         return [{"": f"familiarity threshold: none ({familiar['why_none']})", "accuracy": None}]
-    threshold = ("none: falling back paid on none of the kinds left out" if familiar["threshold"] is None else
+    threshold = ("none: no threshold paid, on the kinds left out and in distribution together"
+                 if familiar["threshold"] is None else
                  f"{familiar['threshold']:.4f} (falls back on {familiar['threshold_quantile']:.1%} of the upload's "
                  "own rows)")
     return [

@@ -118,3 +118,16 @@ def test_a_small_upload_gets_no_threshold_and_says_why():
     _, familiar, again = familiarity.learn_threshold(served, report, p, y, emb, nested, table, log=lambda *_: None)
     assert familiar["threshold"] is None and familiar["why_none"]
     np.testing.assert_array_equal(again, nested)
+
+
+def test_the_floor_artifact_says_what_threshold_was_learned_and_what_it_scored():
+    from flows.train_custom_router import familiarity_rows
+
+    assert familiarity_rows({"threshold": None, "why_none": "too few rows for two kinds of prompt"}) == [
+        {"": "familiarity threshold: none (too few rows for two kinds of prompt)", "accuracy": None}]
+    learned = {"threshold": 0.86, "threshold_quantile": 0.2, "kinds": 6, "nested_left_out_kinds_quality_t0": 0.43,
+               "nested_left_out_kinds_without_fallback": 0.42, "left_out_kinds_best_single_quality": 0.40}
+    rows = familiarity_rows(learned)
+    assert "0.8600" in rows[0][""] and "20.0%" in rows[0][""] and "6 kinds" in rows[0][""]
+    assert [r["accuracy"] for r in rows] == [0.43, 0.42, 0.40]
+    assert familiarity_rows({**learned, "threshold": None})[0][""].startswith("familiarity threshold none")
