@@ -46,12 +46,14 @@ def nearest(sims: np.ndarray, targets: np.ndarray, k: int = NEIGHBOURS) -> Neigh
 
 
 class References:
-    """A router's training prompts as the floor compares a new prompt with them (serving)."""
+    """A router's training prompts as the floor compares a new prompt with them (serving). Keeps the router's own
+    array of them (no unit copy: a router holds thousands of rows) and their inverse norms."""
 
     def __init__(self, embeddings: np.ndarray, targets: np.ndarray):
-        self.rows = unit(embeddings)  # (r, e) float32
+        self.rows = np.asarray(embeddings, dtype=np.float32)  # (r, e), the kNN head's array when it is float32
+        self.inverse_norms = (1.0 / np.maximum(np.linalg.norm(self.rows, axis=1), 1e-12)).astype(np.float32)
         self.targets = np.asarray(targets, dtype=np.float64)  # (r, M)
 
     def around(self, emb: np.ndarray) -> Neighbourhood:
         """The neighbourhood of one query's kNN features (e,)."""
-        return nearest((self.rows @ unit(emb))[None, :], self.targets)
+        return nearest(((self.rows @ unit(emb)) * self.inverse_norms)[None, :], self.targets)
