@@ -7,17 +7,21 @@ that carry no signal are refused.
    chosen, as the learner predicts it and as the router predicts it *recalibrated* (each model's prediction moved
    by its mean residual on the other decisions). The recalibration is what makes this a test of the prompt-level
    signal: random labels make every model look like a coin, and a learner that learned only that beats the raw
-   router without telling prompts apart; against the recalibrated router it gains nothing. The paired 95 % interval
-   of the weighted mean improvement must lie above 0. Every label is tested, not only the most recent fifth: on
-   2,000 feedbacks a time split left 400 to test, too few to show a real GSM8K gain of +0.05 to +0.10 APGR.
+   router without telling prompts apart; against the recalibrated router it gains nothing. The weighted mean
+   improvement must be above 0. Every label is tested, not only the most recent fifth: on 2,000 feedbacks a time
+   split left 400 to test, too few to tell anything.
 2. A conservative direct-method bound on the policy: each decision is replayed with its logged trade-off (lambda and
    cost positions, flows/learning/off_policy.py actions) under the learner and under the champion (the live version
    or the router, recalibrated); an action that was the logged one is worth its label, any other action the
    *smaller* of the two models' predictions for it (neither side is credited with an outcome that only its own
    model believes in), less lambda times its cost position. The paired 95 % lower bound of the learner's advantage
-   must not fall below -DM_TOLERANCE: the learner may change few decisions at the logged setting (what it mostly
-   changes is the ranking of prompts, which the dial turns into a gain at every setting), but it must not be
-   measurably worse at it.
+   must be above 0.
+Why these thresholds (docs/benchmarks.md, "Issue 33"): in 8 in-process runs (GSM8K and MMLU left out of the router,
+2 seeds, real and random labels, no exploration) the replay's 95 % lower bound stayed below 0 on GSM8K, where the
+learner gained +0.056 and +0.100 APGR on held-out prompts, and was above 0 on both MMLU runs, one of which lost
+0.030; the direct-method bound was above 0 exactly on the three runs that gained and below it on the five others
+(all four random-label runs among them). The rule was chosen after seeing those runs; the figures reported for it
+are on other seeds and through the service.
 Both are direct-method estimates (an unlogged action is valued by models, never by importance weights): with
 propensity 1.0 nothing else exists. The doubly robust and IPS estimates of flows/learning/off_policy.py are recorded
 beside them, and where the log explored they use it.
@@ -33,7 +37,6 @@ from flows.learning.off_policy import actions, interval
 from flows.learning.table import Evidence
 
 MIN_ROWS = 100
-DM_TOLERANCE = 0.005  # utility points per decision (about a half point of accuracy at the logged setting)
 
 
 def parameters(fit: LexicalFit) -> LexicalParameters:
@@ -80,4 +83,4 @@ def judge(evidence: Evidence, fit: LexicalFit, challenger: np.ndarray, champion:
     bound = interval(value(a_chal) - value(a_champ))
     return {"replay_error_gain": replay, "dm_difference": bound.as_dict(), "penalty": fit.penalty,
             "changed_decisions": float((a_chal != a_champ).mean()) if len(rows) else 0.0,
-            "passed": bool(len(rows) >= MIN_ROWS and replay["low"] > 0 and bound.low >= -DM_TOLERANCE)}
+            "passed": bool(len(rows) >= MIN_ROWS and replay["value"] > 0 and bound.low > 0)}
