@@ -296,7 +296,8 @@ def main() -> int:
 
     from api.routing.default_router import load_default_router
 
-    print(f"load average {os.getloadavg()[0]:.1f}; exploration_rate {RATE}; cost_quality_tradeoff 5", flush=True)
+    rate = args.exploration_rate if args.through_api else RATE
+    print(f"load average {os.getloadavg()[0]:.1f}; exploration_rate {rate}; cost_quality_tradeoff 5", flush=True)
     router = None
     for benchmark, items, folder in left_out_routers([b for b in only.split(",") if b], args.router_cache):
         judged_n = min(judged, len(items.prompts) // 4)

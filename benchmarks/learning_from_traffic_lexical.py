@@ -118,8 +118,8 @@ def main() -> int:
         judged_n = min(1_500, int(0.3 * len(d["texts"])))
         print(f"\n{benchmark} left out of the router: {min(TRAFFIC, len(d['texts']) - judged_n)} feedbacks, "
               f"{judged_n} judged; the other kind: {other_name}", flush=True)
-        print(f"  {'labels':<7} {'seed':>4} {'labels':>6}  {'fitted':>7}  {'served':>7}  {other_name + ' (unseen)':>16}  "
-              f"{'decision':<16} {'replay':>8}  {'DM [low]':>18}  {'s':>5}", flush=True)
+        print(f"  {'labels':<7} {'seed':>4} {'labels':>6}  {'fitted':>7}  {'served':>7}  "
+              f"{other_name + ' (unseen)':>16}  {'decision':<16} {'replay':>8}  {'DM [low]':>18}  {'s':>5}", flush=True)
         for noise in (False, True):
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 r = one(d, other, seed, judged_n, noise, router.featurizer.version)

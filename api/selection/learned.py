@@ -9,10 +9,10 @@ the router is kept where the labels do not agree. Serving adds delta to the cand
 products per decision) and leaves the others alone; this is the one definition of the correction, used by the
 flow's evaluation too.
 
-Since issue 33 the flow fits a lexical learner instead (api/selection/lexical.py, flows/learning/lexical_fit.py): a
-version whose `lexical` is set moves each known model's predicted quality (additively, clipped to 0..1) by what the prompt's
-hashed words and word pieces and its embedding say about that model on this traffic; it needs the text the router
-scored, which the decision path passes. Cluster versions fitted before it still load and serve.
+Since issue 33 the flow also fits a lexical learner (api/selection/lexical.py, flows/learning/lexical_fit.py): a
+version whose `lexical` is set moves each known model's predicted quality (additively, clipped to 0..1) by what the
+prompt's hashed words and word pieces and its embedding say about that model on this traffic; it needs the text the
+router scored, which the decision path passes. Cluster versions fitted before it still load and serve.
 
 A version may instead promote the nearest-neighbour residual (api/selection/personalization.py): then it carries no
 clusters or models, only `nearest_neighbour_residual`, and the service applies the preference's feedback memory as

@@ -2,14 +2,14 @@
 benchmark calls it in process): split the labelled decisions by time, fit a challenger on the older part, evaluate
 it against the champion on the most recent part, decide.
 
-Three challengers are scored on the same held-out slice: the lexical learner (issue 33: flows/learning/lexical_fit.py,
-judged by flows/learning/lexical_gate.py, a replay of the labelled decisions and a conservative direct-method bound,
-which need no exploration), the cluster correction fitted on the older part (flows/learning/fit.py) and the
-nearest-neighbour residual fed the older part (flows/learning/residual.py; promoted, the service applies the live
-feedback memory, which then moves with every new feedback until the next run). The lexical learner is fitted on every label (at most
-LEXICAL_MAX_ROWS, the most recent) and judged on them, each held out of its own fit, and promoted when it passes
-its gate. Otherwise the cluster correction or the residual is promoted only when the doubly robust and
-the inverse-propensity estimates of its advantage over the champion are both positive beyond their 95 % intervals
+Three challengers are scored: the lexical learner (issue 33: flows/learning/lexical_fit.py, judged by
+flows/learning/lexical_gate.py, a replay of the labelled decisions and a conservative direct-method bound, which need
+no exploration), the cluster correction fitted on the older part (flows/learning/fit.py) and the nearest-neighbour
+residual fed the older part (flows/learning/residual.py; promoted, the service applies the live feedback memory,
+which then moves with every new feedback until the next run). The lexical learner is fitted on every label (at most
+LEXICAL_MAX_ROWS, the most recent), judged on them, each held out of its own fit, and promoted when it passes its
+gate. Otherwise the cluster correction or the residual is promoted only when the doubly robust and the
+inverse-propensity estimates of its advantage over the champion are both positive beyond their 95 % intervals
 (flows/learning/off_policy.py: that needs exploration); if both are, the one with the larger doubly robust
 advantage. The learning curve refits the cluster correction on growing prefixes of the older part and scores each
 on the same held-out slice.
