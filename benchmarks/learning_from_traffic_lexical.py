@@ -16,6 +16,9 @@ router trained without it (benchmarks/learning_from_traffic.py left_out_routers)
    promoted, else the router), each as a gain over the router alone;
 4. the same learner routes 1,000 prompts of the *other* benchmark (a kind it never had feedback on): its APGR gain
    there, as fitted.
+After the first real-label run of each benchmark, the serving cost: Correction.apply (what the decision path adds
+for a promoted learner: hashing the prompt, a sparse dot product per known candidate) on the judged prompts, p50 and
+p99 per decision.
 """
 
 from __future__ import annotations
@@ -69,6 +72,21 @@ def gain(d: dict, idx: np.ndarray, params) -> float:
     return apgr_of(served[:, 0] - served[:, 1], s, w) - base
 
 
+def serving_cost(d: dict, idx: np.ndarray, params) -> tuple[float, float]:
+    """(p50, p99) milliseconds of Correction.apply per decision on the prompts `idx`."""
+    from api.selection.learned import Correction
+
+    correction = Correction.of("served", params)
+    dim = d["embedding"].shape[1]
+    keys = [STRONG_KEY, WEAK_KEY]
+    times = []
+    for i in idx:
+        started = time.perf_counter_ns()
+        correction.apply(d["embedding"][i], keys, d["quality"][i], d["texts"][i], dim)
+        times.append(time.perf_counter_ns() - started)
+    return float(np.percentile(times, 50)) / 1e6, float(np.percentile(times, 99)) / 1e6
+
+
 def one(d: dict, other: dict, seed: int, judged_n: int, noise: bool, version: str) -> list:
     from flows.learning.learn import learn, lexical_challenger
 
@@ -87,10 +105,11 @@ def one(d: dict, other: dict, seed: int, judged_n: int, noise: bool, version: st
     lex = outcome.evaluation["lexical"]
     fitted = outcome.parameters if outcome.parameters.lexical is not None else lexical_challenger(ev, None, version)[0]
     served = outcome.parameters if outcome.promote else None
+    cost = serving_cost(d, judged[:300], fitted)
     return [len(traffic), gain(d, judged, fitted), gain(d, judged, served),
             gain(other, np.arange(min(OTHER, len(other["texts"]))), fitted), outcome.promote,
             outcome.evaluation["kind"] if outcome.promote else "-", lex["replay_error_gain"]["value"],
-            lex["dm_difference"]["value"], lex["dm_difference"]["low"], seconds]
+            lex["dm_difference"]["value"], lex["dm_difference"]["low"], seconds, cost]
 
 
 def main() -> int:
@@ -126,6 +145,9 @@ def main() -> int:
                 print(f"  {'random' if noise else 'real':<7} {seed:>4} {r[0]:>6}  {r[1]:+7.3f}  {r[2]:+7.3f}  "
                       f"{r[3]:+16.3f}  {('promoted' if r[4] else 'kept'):<16} {r[6]:+8.4f}  "
                       f"{r[7]:+8.4f} [{r[8]:+.4f}]  {r[9]:5.0f}", flush=True)
+                if not noise and seed == args.first_seed:
+                    print(f"  serving cost of the fitted learner: p50 {r[10][0]:.3f} ms, p99 {r[10][1]:.3f} ms per "
+                          f"decision (load average {os.getloadavg()[0]:.1f})", flush=True)
     print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 
