@@ -101,7 +101,15 @@ def prior_with(rows: list[FigureRow], extra: list[FigureRow], like: CapabilityPr
     figures and an onboarded model's measured figures join the public ones (api/model_figures/live.py). An extra
     row replaces the rows of its (provider, model, benchmark): a measurement of a model beats a copy of it."""
     return CapabilityPrior(overlaid(rows, extra), like.fallback, like.imputation, like.prices, like.aliases,
-                           line_rows=overlaid(like.line_rows, rows))
+                           line_rows=anchored(like.line_rows, rows))
+
+
+def anchored(anchors: Iterable[FigureRow], rows: list[FigureRow]) -> list[FigureRow]:
+    """The rows a prior over `rows` fits its lines on: `rows` over `anchors` (the shipped file's), on the benchmarks
+    `rows` has. A file that leaves models out keeps the lines' anchors; one that leaves a benchmark out (a
+    benchmark held out, or one the operator does not trust) leaves it out of the lines too."""
+    benchmarks = {r.benchmark for r in rows}
+    return overlaid((r for r in anchors if r.benchmark in benchmarks), rows)
 
 
 def overlaid(rows: Iterable[FigureRow], extra: Iterable[FigureRow]) -> list[FigureRow]:

@@ -129,31 +129,40 @@ def test_proxy_benchmarks_map_by_a_line_and_join_the_axis_own_figure():
 
 def test_measured_figures_and_a_narrower_file_keep_the_lines_anchors(tmp_path):
     """Onboarding's measured MMLU-Pro reaches knowledge through a line; neither a figures file that leaves the
-    anchoring models out nor the measured rows themselves may move or remove that line (issue 32)."""
+    anchoring models out nor the measured rows themselves may move or remove that line (issue 32). A file that
+    leaves the benchmark itself out leaves its line out too (a benchmark held out stays held out)."""
     anchors = [("acme", f"m{i}", b, s) for i, pair in enumerate([(60, 30), (70, 40), (80, 50), (87, 57)])
                for b, s in zip(("MMLU", "MMLU-Pro"), pair)]
     full = CapabilityPrior(rows(*anchors))
-    narrow = rows(("acme", "other", "MMLU", 75.0))  # the anchors left out
+    narrow = rows(("acme", "other", "MMLU", 75.0), ("acme", "pro-only", "MMLU-Pro", 40.0))  # the anchors left out
     measured = rows(("huggingface", "new-model", "MMLU-Pro", 45.0))
     onboarded = prior_with(narrow, measured, full)
-    assert onboarded.lines["MMLU-Pro"] == full.lines["MMLU-Pro"]
-    assert onboarded.lookup("huggingface", "new-model") == (pytest.approx(full.lines["MMLU-Pro"][0]
-                                                                          + full.lines["MMLU-Pro"][1] * 45), "prior")
+    line = full.lines["MMLU-Pro"]
+    assert onboarded.lines["MMLU-Pro"] == line
+    assert onboarded.lookup("huggingface", "new-model") == (pytest.approx(line[0] + line[1] * 45), "prior")
     assert "MMLU-Pro" not in CapabilityPrior(narrow + measured).lines  # what it was before: no anchors, no line
-    assert onboarded.with_rows(measured).lines["MMLU-Pro"] == full.lines["MMLU-Pro"]
-    # SWITCHBOARD_MODEL_FIGURES naming a narrower file: the shipped file's anchors stay under it
+    assert onboarded.with_rows(measured).lines["MMLU-Pro"] == line
+    assert "MMLU-Pro" not in prior_with(rows(("acme", "other", "MMLU", 75.0)), [], full).lines
+
+    def written(keep) -> Path:  # the shipped file, only the rows `keep` accepts
+        path = tmp_path / f"figures-{len(list(tmp_path.iterdir()))}.csv"
+        with DEFAULT_PRIOR_PATH.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            kept = [r for r in reader if keep(r)]
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=reader.fieldnames, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(kept)
+        return path
+
+    # SWITCHBOARD_MODEL_FIGURES naming a file without the models that anchor MMLU-Pro: the shipped anchors stay
     shipped = load_default_router().prior
-    path = tmp_path / "figures.csv"
-    with DEFAULT_PRIOR_PATH.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        kept = [r for r in reader if r["benchmark"] != "MMLU-Pro"]
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=reader.fieldnames, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(kept)
-    loaded = load_default_router(prior_path=path).prior
+    anchoring = {r.model for r in shipped.rows if r.benchmark == "MMLU-Pro"} & \
+        {r.model for r in shipped.rows if r.benchmark == "MMLU"}
+    loaded = load_default_router(prior_path=written(lambda r: r["model"].strip().lower() not in anchoring)).prior
     assert loaded.lines["MMLU-Pro"] == pytest.approx(shipped.lines["MMLU-Pro"])
-    assert not any(r.benchmark == "MMLU-Pro" for r in loaded.rows)  # the evidence is the named file's alone
+    assert not anchoring & {r.model for r in loaded.rows}  # the evidence is the named file's alone
+    assert "MMLU-Pro" not in load_default_router(prior_path=written(lambda r: r["benchmark"] != "MMLU-Pro")).prior.lines
 
 
 def test_a_saturated_figure_neither_fits_a_line_nor_squashes_a_harder_benchmark():
