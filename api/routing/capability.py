@@ -147,11 +147,8 @@ class CapabilityPrior:
                  aliases: Mapping[tuple[str, str], str] | None = None,
                  line_rows: Iterable[FigureRow] | None = None):
         self.rows = list(rows)
-        # The rows the proxy lines are fitted on (default: `rows`). A line maps one benchmark onto an axis across
-        # models; it needs anchors (models with both figures), and a figures file that leaves models out (an
-        # operator's narrower file) or measured figures (onboarding: no anchor of their own) must not take the
-        # shipped file's anchors with them, or a measured MMLU-Pro figure lands on a line fitted on a handful of
-        # models (load_default_router: the shipped file under the loaded one; docs/benchmarks.md, issue 32).
+        # The rows the proxy lines are fitted on (default: `rows`): a file that leaves the anchoring models out, or
+        # measured rows (no anchor of their own), must not refit a line on the few models left (`anchored`).
         self.line_rows = self.rows if line_rows is None else list(line_rows)
         # (provider, model) -> the model whose figures stand for it, where the name rules cannot see it
         # (datasets/model_aliases.csv: gemini-pro-latest, provider-hosted copies), each cited by the vendor
