@@ -100,9 +100,23 @@ def prior_with(rows: list[FigureRow], extra: list[FigureRow], like: CapabilityPr
     """A prior over `rows` plus `extra`, with `like`'s fallback line and imputation (the artefact's): how refreshed
     figures and an onboarded model's measured figures join the public ones (api/model_figures/live.py). An extra
     row replaces the rows of its (provider, model, benchmark): a measurement of a model beats a copy of it."""
+    return CapabilityPrior(overlaid(rows, extra), like.fallback, like.imputation, like.prices, like.aliases,
+                           line_rows=anchored(like.line_rows, rows))
+
+
+def anchored(anchors: Iterable[FigureRow], rows: list[FigureRow]) -> list[FigureRow]:
+    """The rows a prior over `rows` fits its lines on: `rows` over `anchors` (the shipped file's), on the benchmarks
+    `rows` has. A file that leaves models out keeps the lines' anchors; one that leaves a benchmark out (a
+    benchmark held out, or one the operator does not trust) leaves it out of the lines too."""
+    benchmarks = {r.benchmark for r in rows}
+    return overlaid((r for r in anchors if r.benchmark in benchmarks), rows)
+
+
+def overlaid(rows: Iterable[FigureRow], extra: Iterable[FigureRow]) -> list[FigureRow]:
+    """`rows` with `extra` on top: an extra row replaces the rows of its (provider, model, benchmark)."""
+    extra = list(extra)
     replaced = {(r.provider, r.model, r.benchmark) for r in extra}
-    kept = [r for r in rows if (r.provider, r.model, r.benchmark) not in replaced]
-    return CapabilityPrior(kept + list(extra), like.fallback, like.imputation, like.prices, like.aliases)
+    return [r for r in rows if (r.provider, r.model, r.benchmark) not in replaced] + extra
 
 
 def axis_scores(rows: list[FigureRow]) -> dict[tuple[str, str], dict[str, float]]:
@@ -130,8 +144,12 @@ class CapabilityPrior:
     def __init__(self, rows: list[FigureRow], fallback: FallbackLine | None = None,
                  imputation: dict[str, tuple[float, float]] | None = None,
                  prices: Mapping[tuple[str, str], float] | None = None,
-                 aliases: Mapping[tuple[str, str], str] | None = None):
+                 aliases: Mapping[tuple[str, str], str] | None = None,
+                 line_rows: Iterable[FigureRow] | None = None):
         self.rows = list(rows)
+        # The rows the proxy lines are fitted on (default: `rows`): a file that leaves the anchoring models out, or
+        # measured rows (no anchor of their own), must not refit a line on the few models left (`anchored`).
+        self.line_rows = self.rows if line_rows is None else list(line_rows)
         # (provider, model) -> the model whose figures stand for it, where the name rules cannot see it
         # (datasets/model_aliases.csv: gemini-pro-latest, provider-hosted copies), each cited by the vendor
         self.aliases = {(_norm(p), _norm(m)): base for (p, m), base in (aliases or {}).items()}
@@ -142,7 +160,8 @@ class CapabilityPrior:
         self._levels = [_figures_by(rows, lambda r, level=level: model_names.key(r.model, level))
                         for level in model_names.LEVELS]
         by_spelling = self._levels[model_names.LEVELS.index(model_names.SPELLING)]  # one entry per model
-        self.lines = fit_proxy_lines(by_spelling)
+        self.lines = fit_proxy_lines(by_spelling if line_rows is None else _figures_by(
+            self.line_rows, lambda r: model_names.key(r.model, model_names.SPELLING)))
         known = [self._axes_of(figures) for figures in by_spelling.values()]
         # Standard deviation (capability units) of a figure borrowed at each matching level, and of each
         # imputation line's residual, measured on the figures themselves.
@@ -161,7 +180,8 @@ class CapabilityPrior:
     def with_rows(self, extra: Iterable[FigureRow]) -> "CapabilityPrior":
         """A prior that also knows `extra` figures (measured ones, e.g. onboarding's), everything else the same:
         the seam for figures that do not come from the shipped file."""
-        return CapabilityPrior(self.rows + list(extra), self.fallback, self.imputation, self.prices, self.aliases)
+        return CapabilityPrior(self.rows + list(extra), self.fallback, self.imputation, self.prices, self.aliases,
+                               line_rows=self.line_rows)
 
     def _axes_of(self, figures: dict[str, float]) -> dict[str, float]:
         return axes_from(figures, self.lines)

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from api.catalogue import load_catalogue
-from api.routing.capability import AXES, CapabilityPrior, FallbackLine, read_figures
+from api.routing.capability import AXES, CapabilityPrior, FallbackLine, anchored, read_figures
 from api.routing.coverage import read_aliases
 from api.routing.features import (
     FEATURE_VERSION,
@@ -239,8 +239,11 @@ def load_default_router(
         )
     featurizer = Featurizer.load(folder)
     rows = read_figures(Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH)
+    # Another figures file (SWITCHBOARD_MODEL_FIGURES) is the evidence; the lines keep the shipped file's anchors
+    # under it on the benchmarks it has (capability.anchored).
+    line_rows = None if prior_path is None else anchored(read_figures(DEFAULT_PRIOR_PATH), rows)
     imputation = {axis: tuple(line) for axis, line in spec.get("imputation", {}).items()}
     aliases = {key: alias.base_model for key, alias in read_aliases().items()}
     prior = CapabilityPrior(rows, FallbackLine(**spec["fallback"]), imputation,
-                            catalogue_prices() if prices is None else prices, aliases)
+                            catalogue_prices() if prices is None else prices, aliases, line_rows)
     return DefaultRouter(featurizer, spec, prior)

@@ -17,6 +17,7 @@ from api.routing.capability import (
     FigureRow,
     UNCERTAINTY_Z,
     fit_proxy_lines,
+    prior_with,
     to_capability,
 )
 from api.routing.default_router import DEFAULT_PRIOR_PATH, load_default_router
@@ -124,6 +125,44 @@ def test_proxy_benchmarks_map_by_a_line_and_join_the_axis_own_figure():
     assert prior.lookup("acme", "far-up")[0] > to_capability(87)
     # too few models with both: no line, so the proxy is not used
     assert "MMLU-Pro" not in fit_proxy_lines({("x",): {"MMLU": 70.0, "MMLU-Pro": 40.0}})
+
+
+def test_measured_figures_and_a_narrower_file_keep_the_lines_anchors(tmp_path):
+    """Onboarding's measured MMLU-Pro reaches knowledge through a line; neither a figures file that leaves the
+    anchoring models out nor the measured rows themselves may move or remove that line (issue 32). A file that
+    leaves the benchmark itself out leaves its line out too (a benchmark held out stays held out)."""
+    anchors = [("acme", f"m{i}", b, s) for i, pair in enumerate([(60, 30), (70, 40), (80, 50), (87, 57)])
+               for b, s in zip(("MMLU", "MMLU-Pro"), pair)]
+    full = CapabilityPrior(rows(*anchors))
+    narrow = rows(("acme", "other", "MMLU", 75.0), ("acme", "pro-only", "MMLU-Pro", 40.0))  # the anchors left out
+    measured = rows(("huggingface", "new-model", "MMLU-Pro", 45.0))
+    onboarded = prior_with(narrow, measured, full)
+    line = full.lines["MMLU-Pro"]
+    assert onboarded.lines["MMLU-Pro"] == line
+    assert onboarded.lookup("huggingface", "new-model") == (pytest.approx(line[0] + line[1] * 45), "prior")
+    assert "MMLU-Pro" not in CapabilityPrior(narrow + measured).lines  # what it was before: no anchors, no line
+    assert onboarded.with_rows(measured).lines["MMLU-Pro"] == line
+    assert "MMLU-Pro" not in prior_with(rows(("acme", "other", "MMLU", 75.0)), [], full).lines
+
+    def written(keep) -> Path:  # the shipped file, only the rows `keep` accepts
+        path = tmp_path / f"figures-{len(list(tmp_path.iterdir()))}.csv"
+        with DEFAULT_PRIOR_PATH.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            kept = [r for r in reader if keep(r)]
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=reader.fieldnames, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(kept)
+        return path
+
+    # SWITCHBOARD_MODEL_FIGURES naming a file without the models that anchor MMLU-Pro: the shipped anchors stay
+    shipped = load_default_router().prior
+    anchoring = {r.model for r in shipped.rows if r.benchmark == "MMLU-Pro"} & \
+        {r.model for r in shipped.rows if r.benchmark == "MMLU"}
+    loaded = load_default_router(prior_path=written(lambda r: r["model"].strip().lower() not in anchoring)).prior
+    assert loaded.lines["MMLU-Pro"] == pytest.approx(shipped.lines["MMLU-Pro"])
+    assert not anchoring & {r.model for r in loaded.rows}  # the evidence is the named file's alone
+    assert "MMLU-Pro" not in load_default_router(prior_path=written(lambda r: r["benchmark"] != "MMLU-Pro")).prior.lines
 
 
 def test_a_saturated_figure_neither_fits_a_line_nor_squashes_a_harder_benchmark():
