@@ -16,6 +16,7 @@ from api.gateway.calls import CallLog
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.service import GatewayService
 from api.launcher import PrefectLauncher
+from api.observability import hooks
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
 from api.rate_limit import JOBS, KEY_LOOKUP, SELECT, Limit, RateLimiter
@@ -56,11 +57,14 @@ def build_services(settings: Settings, store: Store) -> Services:
     selection = SelectionService(catalogue, router.featurizer, router, preference_cache, sessions, memory, registry,
                                  dial, sticky_margin=settings.gateway_sticky_margin,
                                  learned=LearnedCorrections(store, router.featurizer.version).attach())
+    if settings.metrics_enabled or settings.tracing:
+        hooks.observe_decisions(selection)
     feedback = FeedbackService(sessions, memory, selection)
     feedback.rebuild()
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
         feedback.follow_other_workers(settings.session_flush_seconds)
-    gateway = GatewayService(selection, CallLog(settings.events_dir, settings.session_flush_seconds).start(),
+    calls = CallLog(settings.events_dir, settings.session_flush_seconds).start()
+    gateway = GatewayService(selection, hooks.ObservedCallLog(calls),
                              store.preferences, settings,
                              JudgeSampler(settings.events_dir, settings.session_flush_seconds).start())
     runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))

@@ -17,6 +17,7 @@ from api.gateway.calls import Call, CallLog
 from api.gateway.headers import model_header
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.relay import first_data, relay, upstream_error
+from api.observability import hooks as telemetry
 from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport, lines,
                                   not_configured_message, redact)
 from api.schemas.model_select import LLMProvider
@@ -132,6 +133,7 @@ class GatewayService:
         for candidate, ep in reachable[: self.max_attempts]:
             payload = wire.forwarded(body, candidate.candidate.model, stream)
             began = call.begin_attempt()
+            ep = telemetry.attempt_began(candidate, ep)  # metrics, the attempt's span and its traceparent
             try:
                 if stream:
                     outcome = await self._open_stream(ep, payload, candidate, call, want_usage)
@@ -139,6 +141,7 @@ class GatewayService:
                     outcome = await self._post(ep, payload, candidate, call)
             except self.upstream.errors as exc:
                 outcome = failed_transport(exc, self.upstream.connect_errors)
+            telemetry.attempt_ended(outcome.outcome if isinstance(outcome, Failure) else "ok", stream)
             if not isinstance(outcome, Failure):
                 call.attempt(candidate.candidate.key, "ok", began)
                 # recorded once the answer is sent (the controller's background task); a stream, when it ends

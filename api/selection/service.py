@@ -143,6 +143,7 @@ class Selection:
     prompt_tokens: int
     hashed: bool
     sticky: bool = False  # the previous turn's model was kept first (api/selection/sticky.py)
+    router: str = "default"  # which kind of router ranked them: default or custom (metrics' label)
 
 
 class SelectionService:
@@ -309,7 +310,8 @@ class SelectionService:
         return Selection(ModelSelectResponse(providers=[chosen.label], session_id=session_id),
                          tuple(candidates[i] for i in ranking), tuple(decision.quality[ranking].tolist()),
                          tuple(decision.utility[ranking].tolist()),
-                         prompt_tokens, opts.hash_content, sticky=kept is not None)
+                         prompt_tokens, opts.hash_content, sticky=kept is not None,
+                         router="default" if custom is None else "custom")
 
     def embedding(self, features: QueryFeatures) -> np.ndarray:
         """The text-embedding part of the feature vector: what personalisation compares queries by."""
