@@ -1,8 +1,9 @@
 """Checked by mypy, never run (tests/storage/test_interfaces.py): every implementation of the system of record
 (DuckDB's LocalStore, the owner's RPC client, PostgreSQL's store) satisfies storage/interfaces.py, each repository its domain's interface and each store the whole."""
 
-from storage.interfaces import Accounts, Jobs, Maintenance, Optimizations, Preferences, Routers, Store
+from storage.interfaces import Accounts, Budgets, Jobs, Maintenance, Optimizations, Preferences, Routers, Store
 from storage.repositories.accounts import AccountRepository
+from storage.repositories.budgets import BudgetRepository
 from storage.repositories.jobs import JobRepository
 from storage.repositories.maintenance import MaintenanceRepository
 from storage.repositories.optimizations import OptimizationRepository
@@ -29,3 +30,7 @@ def repositories(a: AccountRepository, p: PreferenceRepository, j: JobRepository
                  o: OptimizationRepository, m: MaintenanceRepository
                  ) -> tuple[Accounts, Preferences, Jobs, Routers, Optimizations, Maintenance]:
     return a, p, j, r, o, m
+
+
+def budget_repository(b: BudgetRepository) -> Budgets:
+    return b

@@ -1,0 +1,58 @@
+-- Budgets, spend counters and key management over HTTP (issue 34; storage/repositories/budgets.py, accounts.py).
+-- A key's last use, the end of its grace period after a rotation (it authenticates until then), its own per-minute
+-- rate limit (NULL: the server's), and who created it.
+ALTER TABLE api_keys ADD COLUMN last_used_at TIMESTAMPTZ;
+ALTER TABLE api_keys ADD COLUMN expires_at TIMESTAMPTZ;
+ALTER TABLE api_keys ADD COLUMN rate_limit_per_minute INTEGER;
+ALTER TABLE api_keys ADD COLUMN created_by VARCHAR;
+
+-- USD limits set by an admin: scope 'key' | 'user' | 'organization', period 'day' | 'month' (UTC windows).
+CREATE TABLE budgets (
+    scope            VARCHAR NOT NULL,
+    subject_id       VARCHAR NOT NULL,
+    period           VARCHAR NOT NULL,
+    limit_usd        DOUBLE NOT NULL,
+    organization_id  VARCHAR NOT NULL,
+    updated_at       TIMESTAMPTZ NOT NULL,
+    updated_by       VARCHAR NOT NULL,
+    PRIMARY KEY (scope, subject_id, period)
+);
+
+-- Spend per subject and UTC window ('2026-11-27' for a day, '2026-11' for a month): settled USD, and USD reserved by
+-- calls under way (their worst case), so that concurrent calls cannot all pass one check.
+CREATE TABLE spend (
+    scope         VARCHAR NOT NULL,
+    subject_id    VARCHAR NOT NULL,
+    period        VARCHAR NOT NULL,
+    window_start  VARCHAR NOT NULL,
+    spent_usd     DOUBLE NOT NULL,
+    reserved_usd  DOUBLE NOT NULL,
+    PRIMARY KEY (scope, subject_id, period, window_start)
+);
+
+-- A reservation under way: settled (deleted) with the real cost; one left by a process that died is released
+-- after a while (storage/repositories/budgets.py, STALE_RESERVATION).
+CREATE TABLE budget_reservations (
+    reservation_id   VARCHAR PRIMARY KEY,
+    key_id           VARCHAR NOT NULL,
+    user_id          VARCHAR NOT NULL,
+    organization_id  VARCHAR NOT NULL,
+    amount_usd       DOUBLE NOT NULL,
+    day              VARCHAR NOT NULL,
+    month            VARCHAR NOT NULL,
+    created_at       TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX budget_reservations_by_org ON budget_reservations (organization_id, created_at);
+
+-- Every change to keys and budgets, with who made it (an admin key, or the server's CLI).
+CREATE TABLE key_audit (
+    audit_id         VARCHAR PRIMARY KEY,
+    changed_at       TIMESTAMPTZ NOT NULL,
+    actor            VARCHAR NOT NULL,
+    organization_id  VARCHAR NOT NULL,
+    action           VARCHAR NOT NULL,
+    key_id           VARCHAR,
+    subject_user_id  VARCHAR,
+    detail           VARCHAR
+);
+CREATE INDEX key_audit_by_org ON key_audit (organization_id, changed_at);
