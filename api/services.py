@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.auth import Authenticator
+from api.budgets import BudgetGate
 from api.custom_router.registry import CustomRouterRegistry
 from api.custom_router.submission import RouterTrainingService
 from api.gateway.service import GatewayService
+from api.key_admin import KeyAdminService
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
 from api.readiness import Readiness
@@ -16,6 +18,7 @@ from api.selection.feedback import FeedbackService
 from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
 from api.settings import Settings
+from api.usage import UsageService
 from storage.interfaces import Store
 
 
@@ -34,3 +37,6 @@ class Services:
     prompt_optimization: PromptOptimizationService
     readiness: Readiness
     gateway: GatewayService
+    budget: BudgetGate
+    key_admin: KeyAdminService
+    usage: UsageService

@@ -52,7 +52,7 @@ class BudgetStatus(msgspec.Struct, frozen=True):
 class Spender(msgspec.Struct, frozen=True):
     """Whom a call is billed to: each of the three has its own budgets and spend counters."""
 
-    key_id: str
+    key_id: str | None  # None: spend made without a key (a flow run started before keys were recorded)
     user_id: str
     organization_id: str
 

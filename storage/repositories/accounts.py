@@ -68,6 +68,9 @@ class AccountRepository:
                              " WHERE user_id = ?", [user_id])
         return User(*rows[0]) if rows else None
 
+    def user(self, user_id: str) -> User | None:
+        return self._user(user_id)
+
     def user_for_key(self, key_hash: str) -> User | None:
         at = now()
         rows = self._db.rows(

@@ -24,7 +24,8 @@ def _lock(organization_id: str) -> str:
 
 
 def _subjects(spender: Spender) -> list[tuple[str, str]]:
-    return [("key", spender.key_id), ("user", spender.user_id), ("organization", spender.organization_id)]
+    found = [("user", spender.user_id), ("organization", spender.organization_id)]
+    return ([("key", spender.key_id)] if spender.key_id else []) + found
 
 
 class BudgetRepository:
@@ -81,7 +82,7 @@ class BudgetRepository:
                     return Reservation(None, 0.0, current["day"], current["month"], refused=status)
             reservation_id = str(uuid.uuid4())
             self._db.run("INSERT INTO budget_reservations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         [reservation_id, spender.key_id, spender.user_id, spender.organization_id, amount,
+                         [reservation_id, spender.key_id or "", spender.user_id, spender.organization_id, amount,
                           current["day"], current["month"], at])
             self._add(spender, current, 0.0, amount)
         return Reservation(reservation_id, amount, current["day"], current["month"])
@@ -137,4 +138,4 @@ class BudgetRepository:
                               [organization_id, at - STALE_RESERVATION])
         for reservation_id, key_id, user_id, amount, day, month in stale:
             self._db.run("DELETE FROM budget_reservations WHERE reservation_id = ?", [reservation_id])
-            self._add(Spender(key_id, user_id, organization_id), {"day": day, "month": month}, 0.0, -amount)
+            self._add(Spender(key_id or None, user_id, organization_id), {"day": day, "month": month}, 0.0, -amount)
