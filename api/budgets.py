@@ -81,9 +81,8 @@ class BudgetGate:
     _pending: set = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def reserve(self, user: User, worst_usd: float) -> Hold:
+    def reserve(self, spender: Spender, worst_usd: float) -> Hold:
         """THE budget check (blocking: a store call): reserve `worst_usd` or raise BudgetExceeded."""
-        spender = spender_of(user)
         try:
             reservation = self.budgets.reserve(spender, worst_usd)
         except Exception as exc:  # fail closed: without the store no one can say the budget allows it
@@ -104,7 +103,7 @@ class BudgetGate:
         """Count the real cost and release the reservation, in the background (never on the event loop)."""
         if hold is None:
             return
-        future = self._settler.submit(self._settle_now, hold, float(cost_usd or 0.0))
+        future = self._settler.submit(self.settle_now, hold, float(cost_usd or 0.0))
         with self._lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
@@ -113,7 +112,8 @@ class BudgetGate:
         with self._lock:
             self._pending.discard(future)
 
-    def _settle_now(self, hold: Hold, cost: float) -> None:
+    def settle_now(self, hold: Hold, cost: float) -> None:
+        """Settle in this thread (a flow run's LM call, already off any event loop)."""
         try:
             self.budgets.settle(hold.spender, hold.reservation, cost)
         except Exception as exc:  # the reservation is released as stale later; the spend is in the usage logs

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from api.budgets import BudgetGate, Hold, prompt_tokens_of, worst_case_usd
+from api.budgets import BudgetGate, Hold, prompt_tokens_of, spender_of, worst_case_usd
 from api.errors import ApiError
 from api.gateway import wire
 from api.gateway.calls import Call, CallLog, cost_usd
@@ -175,7 +175,7 @@ class GatewayService:
         worst = max(worst_case_usd(c.candidate.input_price, c.candidate.output_price, prompt, cap,
                                    c.candidate.context_length, self.budget.default_output_tokens) for c in tried)
         try:
-            return await anyio.to_thread.run_sync(self.budget.reserve, call.user, worst)
+            return await anyio.to_thread.run_sync(self.budget.reserve, spender_of(call.user), worst)
         except ApiError as refused:
             call.http_status, call.error = refused.status, refused.code
             self.calls.record(call)

@@ -45,7 +45,7 @@ class PromptOptimizationService:
         self.check_reachable(valid.spec)
         started = await off_loop(
             self.store.optimizations.start, user.user_id, user.organization_id, json.dumps(valid.spec), valid.evaluation_metric,
-            valid.evaluation_config, req.prototype_mode, valid.spec["origin"], valid.spec["targets"])
+            valid.evaluation_config, req.prototype_mode, valid.spec["origin"], valid.spec["targets"], user.key_id)
         if started.run is None:
             raise TooManyRequests(f"prompt optimization run {started.running_run_id} is still in progress; one run"
                                   " per user at a time: wait for it to complete or fail", code="CONCURRENT_RUN_LIMIT",

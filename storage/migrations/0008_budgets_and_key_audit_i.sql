@@ -6,6 +6,9 @@ ALTER TABLE api_keys ADD COLUMN expires_at TIMESTAMPTZ;
 ALTER TABLE api_keys ADD COLUMN rate_limit_per_minute INTEGER;
 ALTER TABLE api_keys ADD COLUMN created_by VARCHAR;
 
+-- The key a prompt optimization run was started with: its LLM spend is billed to that key too.
+ALTER TABLE optimization_runs ADD COLUMN key_id VARCHAR;
+
 -- USD limits set by an admin: scope 'key' | 'user' | 'organization', period 'day' | 'month' (UTC windows).
 CREATE TABLE budgets (
     scope            VARCHAR NOT NULL,
