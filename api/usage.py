@@ -50,7 +50,8 @@ class UsageService:
         who, _ = self.subject(caller, user_id)
         totals: dict[tuple, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
         for row in self._gateway(who, since, until):
-            self._add(totals, row, "gateway", row["answered"] or row["requested_model"])
+            if row["answered"] is not None:  # as spend_daily (storage/analytics_views.sql): calls that cost
+                self._add(totals, row, "gateway", row["answered"])
         for row in self._llm_usage(who, since, until):
             model = f"{row['provider']}/{row['model']}"
             self._add(totals, row, SOURCES.get(row["task_type"] or "", "prompt optimization"), model)
@@ -81,10 +82,10 @@ class UsageService:
         if not events.parts(self.events_dir, "gateway_calls"):
             return []
         logged = events.dataset(self.events_dir, "gateway_calls", GATEWAY_CALL_SCHEMA)
-        table = logged.to_table(columns=["day", "key_id", "answered", "requested_model", "input_tokens",
-                                         "output_tokens", "cost_usd"], filter=self._filter(who, since, until))
-        return table.rename_columns(["day", "key_id", "answered", "requested_model", "input_tokens",
-                                     "output_tokens", "cost"]).to_pylist()
+        table = logged.to_table(columns=["day", "key_id", "answered", "input_tokens", "output_tokens", "cost_usd"],
+                                filter=self._filter(who, since, until))
+        return table.rename_columns(["day", "key_id", "answered", "input_tokens", "output_tokens",
+                                     "cost"]).to_pylist()
 
     def _llm_usage(self, who: str, since: date | None, until: date | None) -> list[dict[str, Any]]:
         if not events.parts(self.events_dir, "llm_usage"):
