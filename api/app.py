@@ -98,7 +98,8 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     # own size is checked exactly (413 naming the limit) by the training service.
     train_custom_router.request_max_body_size = settings.upload_max_bytes + 256 * 1024
     app = Litestar(
-        route_handlers=[ready, health, *([metrics] if settings.metrics_enabled else []), list_models, PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
+        route_handlers=[ready, health, *([metrics] if settings.metrics_enabled else []), list_models,
+                        PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
                         train_custom_router, PromptOptimizationController, chat_completions, list_routing_models,
                         AdminController, UsageController],
         lifespan=[lifespan],
@@ -107,8 +108,8 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
                       "user": Provide(current_user if tracing is None else hooks.traced_auth(current_user))},
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=settings.max_body_bytes,
-        request_class=SafeJsonRequest,
-        logging_config=logging_config(settings.log_level, settings.log_format),  # undecodable JSON (too deep, not UTF-8) is a 422, not a 500
+        request_class=SafeJsonRequest,  # undecodable JSON (too deep, not UTF-8) is a 422, not a 500
+        logging_config=logging_config(settings.log_level, settings.log_format),
         openapi_config=OpenAPIConfig(
             title="switchboard", version="0.1.0",
             description="LLM routing and prompt optimization (Not Diamond-compatible /v2 interface)",

@@ -68,7 +68,8 @@ def build_services(settings: Settings, store: Store) -> Services:
         feedback.follow_other_workers(settings.session_flush_seconds)
     calls = CallLog(settings.events_dir, settings.session_flush_seconds).start()
     budget = BudgetGate(store.budgets, settings.budget_default_output_tokens)
-    gateway = GatewayService(selection, hooks.ObservedCallLog(calls),
+    hooks.observe_calls(calls)
+    gateway = GatewayService(selection, calls,
                              store.preferences, settings,
                              JudgeSampler(settings.events_dir, settings.session_flush_seconds).start(), budget)
     runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))

@@ -7,8 +7,8 @@ one process alone keeps its values in memory."""
 
 from __future__ import annotations
 
-import functools
 import os
+from typing import Any, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client import multiprocess
@@ -63,11 +63,17 @@ _KEPT_OUTCOMES = frozenset({"ok", "timeout", "connect", "transport", "http_429",
                             "payload_too_large", "bad_response", "empty_stream", "error_event"})
 
 
-@functools.cache
-def labelled(metric: Counter | Histogram, *values: str) -> Counter | Histogram:
+Metric = TypeVar("Metric", Counter, Histogram)
+_children: dict[tuple[object, tuple[str, ...]], Any] = {}
+
+
+def labelled(metric: Metric, *values: str) -> Metric:
     """`metric.labels(*values)`, remembered: the look-up costs 2 us a call, twice or more per request, and label
     values are bounded so the cache is too."""
-    return metric.labels(*values)
+    child = _children.get((metric, values))
+    if child is None:
+        child = _children[(metric, values)] = metric.labels(*values)
+    return child
 
 
 def outcome_class(outcome: str) -> str:
