@@ -49,7 +49,7 @@ class KeyAdminService:
                 raise Forbidden("an admin key creates keys in its own organization only", code="OTHER_ORGANIZATION")
             existing = self.store.accounts.user(user_id)
             if existing is not None and existing.organization_id != admin.organization_id:
-                raise NotFound(f"user {user_id!r} is not in your organization", code="USER_NOT_FOUND")
+                raise NotFound("no such user in your organization", code="USER_NOT_FOUND")
             organization_id = admin.organization_id
         return self.store.accounts.issue_key(user_id, organization_id=organization_id, tier=tier,
                                              prompt_optimization=prompt_optimization, is_admin=is_admin,
@@ -112,12 +112,13 @@ class KeyAdminService:
         elif scope == "user":
             user = self.store.accounts.user(subject_id)
             if user is None or (admin is not None and user.organization_id != admin.organization_id):
-                raise NotFound(f"no user {subject_id!r} in your organization", code="USER_NOT_FOUND")
+                raise NotFound("no such user in your organization", code="USER_NOT_FOUND")
             org = user.organization_id
         else:
             org = subject_id
             if admin is not None and org != admin.organization_id:
-                raise NotFound(f"organization {subject_id!r} is not yours", code="ORGANIZATION_NOT_FOUND")
+                raise NotFound("no such organization: an admin key sets its own organization's budgets",
+                               code="ORGANIZATION_NOT_FOUND")
         if organization_id is not None and organization_id != org:
             raise ValidationFailed(f"{scope} {subject_id!r} is not in organization {organization_id!r}",
                                    code="INVALID_BUDGET")

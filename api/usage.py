@@ -35,7 +35,7 @@ class UsageService:
             return caller.user_id, spender_of(caller)
         other = self.store.accounts.user(user_id) if caller.is_admin else None
         if other is None or other.organization_id != caller.organization_id:
-            raise NotFound(f"no user {user_id!r} in your organization", code="USER_NOT_FOUND")
+            raise NotFound("no such user in your organization", code="USER_NOT_FOUND")
         return other.user_id, Spender(None, other.user_id, other.organization_id)
 
     def budgets(self, caller: User, user_id: str | None = None) -> tuple[str, list[BudgetStatus]]:

@@ -32,7 +32,7 @@ class AdminController(Controller):
     security = SECURITY
     dependencies = {"admin": component("key_admin")}
 
-    @post("/keys", operation_id="adminKeyCreate", status_code=201, summary="Create a key (shown once)",
+    @post("/keys", operation_id="adminKeyCreate", status_code=200, summary="Create a key (shown once)",
           responses=error_responses(403, 404), sync_to_thread=True)
     def create(self, data: JSONBody[KeyCreateRequest], user: NamedDependency[User],
                admin: NamedDependency[KeyAdminService]) -> IssuedKeyResponse:
@@ -50,7 +50,7 @@ class AdminController(Controller):
                admin: NamedDependency[KeyAdminService]) -> KeyDetails:
         return admin.revoke(require_admin(user), key_id)
 
-    @post("/keys/{key_id:str}/rotate", operation_id="adminKeyRotate", status_code=201,
+    @post("/keys/{key_id:str}/rotate", operation_id="adminKeyRotate", status_code=200,
           summary="A new key for the same user; the old one works for a grace period",
           responses=error_responses(403, 404), sync_to_thread=True)
     def rotate(self, key_id: FromPath[str], data: JSONBody[KeyRotateRequest], user: NamedDependency[User],

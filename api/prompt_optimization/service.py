@@ -74,6 +74,8 @@ class PromptOptimizationService:
     async def _own(self, run_id: str, user: User, foreign_is_404: bool = False) -> OptimizationRun:
         check_access(user)
         run = await off_loop(self.store.optimizations.get, run_id)
+        if run is not None and user.is_admin and run.organization_id == user.organization_id:
+            return run  # an admin key reads (these routes only read) the runs of its organization's users
         if run is None or (foreign_is_404 and run.user_id != user.user_id):
             raise NotFound(f"optimization run {run_id!r} not found", code="RUN_ID_NOT_FOUND",
                            details={"optimization_run_id": run_id})

@@ -31,7 +31,7 @@ def test_a_non_admin_key_gets_403_on_every_admin_route(client, auth) -> None:
 
 def test_an_admin_creates_lists_rotates_and_revokes_keys_of_its_organization(client, admin) -> None:
     created = client.post("/admin/keys", json={"user_id": "dave"}, headers=admin)
-    assert created.status_code == 201, created.text
+    assert created.status_code == 200, created.text
     new = created.json()
     assert new["key"].startswith("sb-") and new["organization_id"] == "acme"
     dave = {"Authorization": f"Bearer {new['key']}"}
@@ -42,7 +42,7 @@ def test_an_admin_creates_lists_rotates_and_revokes_keys_of_its_organization(cli
     assert "key" not in mine and all(k["organization_id"] == "acme" for k in listed)
 
     rotated = client.post(f"/admin/keys/{new['key_id']}/rotate", json={"grace_seconds": 3600}, headers=admin)
-    assert rotated.status_code == 201, rotated.text
+    assert rotated.status_code == 200, rotated.text
     assert rotated.json()["replaces_key_id"] == new["key_id"] and rotated.json()["old_key_valid_until"]
     assert client.get("/v1/models", headers=dave).status_code == 200  # the grace period
     fresh = {"Authorization": f"Bearer {rotated.json()['key']}"}
@@ -99,3 +99,24 @@ def test_a_caller_reads_its_own_budgets_and_an_admin_reads_a_member(client, admi
     empty = client.get("/usage", headers=headers).json()
     assert empty["rows"] == [] and empty["total"] == 0 and empty["next_offset"] is None
     assert client.get("/usage", params={"limit": 0}, headers=headers).status_code == 400
+
+
+def test_an_admin_reads_the_runs_of_its_organization_only(providers_reachable, client, issue_key) -> None:
+    from tests.support.fakes.launcher import FakeLauncher
+    from tests.support.optimization import body
+
+    client.app.state.services.prompt_optimization.launcher = FakeLauncher()
+
+    def headers(user: str, org: str, **extra) -> dict[str, str]:
+        key = issue_key(user, organization_id=org, tier="enterprise", prompt_optimization=True, **extra).key
+        return {"Authorization": f"Bearer {key}"}
+
+    member, admin, outsider = headers("gina", "acme"), headers("boss", "acme", is_admin=True), \
+        headers("other-boss", "globex", is_admin=True)
+    run = client.post("/v2/prompt/optimize", json=body(), headers=member)
+    assert run.status_code == 200, run.text
+    run_id = run.json()["optimization_run_id"]
+    for path in (f"optimizeStatus/{run_id}", f"optimizeResults/{run_id}", f"optimize/{run_id}/costs"):
+        assert client.get(f"/v2/prompt/{path}", headers=admin).status_code == 200
+        assert client.get(f"/v2/prompt/{path}", headers=outsider).status_code in (403, 404)
+    assert client.get("/usage/spend", params={"user_id": "gina"}, headers=outsider).status_code == 404
