@@ -41,7 +41,7 @@ class KeyAdminService:
         """A new key for `user_id` (creating the user if new). An admin's new users join its organization; a user
         of another organization cannot be given a key by it."""
         if not user_id.strip() or len(user_id) > 200:
-            raise ValidationFailed("user_id must be 1 to 200 characters", code="INVALID_USER_ID")
+            raise ValidationFailed("user id must not be empty (1 to 200 characters)", code="INVALID_USER_ID")
         if tier is not None and tier not in TIERS:
             raise ValidationFailed(f"tier must be one of {', '.join(TIERS)}", code="INVALID_TIER")
         if admin is not None:

@@ -84,13 +84,14 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 
 def _key_admin() -> KeyAdminService:
-    """The same service as the admin routes (api/key_admin.py), acting as the server's operator. It refuses to
-    create a data dir: a key made in a fresh ./data would belong to no running service."""
+    """The same service as the admin routes (api/key_admin.py), acting as the server's operator. With no data dir
+    named (SWITCHBOARD_DATA_DIR unset) and no ./data here, it refuses rather than create one: a key made in a fresh
+    ./data would belong to no running service."""
     settings = get_settings()
-    if not settings.database_url and not settings.data_dir.exists():
-        raise SystemExit(f"error: no data dir at {settings.data_dir}: a key created there would belong to no "
-                         "service. Point SWITCHBOARD_DATA_DIR at the running service's data dir (or set "
-                         "SWITCHBOARD_DATABASE_URL), or start `switchboard serve` once to create it.")
+    if not (settings.database_url or os.environ.get("SWITCHBOARD_DATA_DIR") or settings.data_dir.exists()):
+        raise SystemExit(f"error: no data dir at {settings.data_dir}, and SWITCHBOARD_DATA_DIR is not set: a key "
+                         "created here would belong to no service. Set SWITCHBOARD_DATA_DIR to the running "
+                         "service's data dir (or SWITCHBOARD_DATABASE_URL), or run this where its ./data is.")
     return KeyAdminService(_store(), settings.key_rotation_grace_s)
 
 

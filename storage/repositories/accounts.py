@@ -50,7 +50,7 @@ class AccountRepository:
             assert org is not None
             record_audit(self._db, actor, org.organization_id, "key.create", key_id=key_id, subject_user_id=user_id,
                          detail="admin" if is_admin else None)
-        user = self._user(user_id)
+        user = self._user(user_id, key_id)
         assert user is not None
         info = ApiKeyInfo(key_id=key_id, key_prefix=keyfmt.display_prefix(plaintext), user_id=user_id,
                           created_at=created, revoked_at=None)
@@ -63,10 +63,14 @@ class AccountRepository:
                      [key_id, keyfmt.hash_key(plaintext), keyfmt.display_prefix(plaintext), user_id, created,
                       rate_limit_per_minute, actor])
 
-    def _user(self, user_id: str) -> User | None:
+    def _user(self, user_id: str, key_id: str | None = None) -> User | None:
+        """The user; with key_id, as that key of theirs authenticates them (IssuedKey.user)."""
         rows = self._db.rows("SELECT user_id, organization_id, tier, prompt_optimization, is_admin FROM users"
                              " WHERE user_id = ?", [user_id])
-        return User(*rows[0]) if rows else None
+        if not rows:
+            return None
+        user_id, organization_id, tier, prompt_optimization, is_admin = rows[0]
+        return User(user_id, organization_id, tier, prompt_optimization, is_admin, key_id=key_id)
 
     def user(self, user_id: str) -> User | None:
         return self._user(user_id)
@@ -114,7 +118,7 @@ class AccountRepository:
             record_audit(self._db, actor, org, "key.rotate", key_id=key_id, subject_user_id=user_id,
                          detail=f"new key {new_id}; old key valid until {until.isoformat()}")
             self._db.notify(key_subject(old_hash))  # cached copies pick up the expiry
-        user = self._user(user_id)
+        user = self._user(user_id, new_id)
         assert user is not None
         info = ApiKeyInfo(key_id=new_id, key_prefix=keyfmt.display_prefix(plaintext), user_id=user_id,
                           created_at=at, revoked_at=None)
