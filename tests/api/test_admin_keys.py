@@ -54,6 +54,9 @@ def test_an_admin_creates_lists_rotates_and_revokes_keys_of_its_organization(cli
     limited = client.put(f"/admin/keys/{rotated.json()['key_id']}/rateLimit", json={"rate_limit_per_minute": 1},
                          headers=admin)
     assert limited.json()["rate_limit_per_minute"] == 1
+    # the key's own limit replaces the server's at once (the change feed drops the cached key): 1 a minute
+    statuses = [client.get("/v1/models", headers=fresh).status_code for _ in range(2)]
+    assert statuses == [200, 429]
 
     audit = client.get("/admin/audit", headers=admin).json()["entries"]
     assert [e["action"] for e in audit[:4]] == ["key.rate_limit", "key.revoke", "key.rotate", "key.create"]
