@@ -166,3 +166,18 @@ def test_eight_concurrent_clients_overspend_a_one_dollar_budget_by_at_most_one_r
     spent = settled_spend(served, start)
     print(f"then one at a time: spent ${spent:.4f}", file=sys.stderr)
     assert limit - RESERVATION < spent <= limit + RESERVATION
+
+
+def test_a_streamed_call_is_settled_at_its_real_cost(served: Served, fake_upstream: FakeOpenAI) -> None:
+    start = spent_today(served)
+    set_budget(served, start + 10.0)
+    with httpx.stream("POST", f"{served.base}/v1/chat/completions", json={**BODY, "stream": True},
+                      headers=served.member, timeout=30) as response:
+        assert response.status_code == 200
+        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    spent = settled_spend(served, start)
+    assert 0 < spent < RESERVATION  # the real cost, not the worst case
+    [status] = httpx.get(f"{served.base}/usage/spend", headers=served.member, timeout=30).json()["budgets"]
+    assert status["reserved_usd"] == pytest.approx(0.0, abs=1e-9)
+    set_budget(served, None)
