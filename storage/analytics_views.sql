@@ -1,6 +1,7 @@
 -- Read-side views for analysts (storage/analytics.py creates them; README "For analysts" lists the columns).
 -- Inputs: events_sessions, events_feedback, events_llm_usage, events_gateway_calls (the Parquet event logs, read in
--- place, with the hive `day` column) and store.* (an in-memory copy of the DuckDB catalogue tables, taken when connecting).
+-- place, with the hive `day` column) and store.* (an in-memory copy of the DuckDB catalogue tables, taken when
+-- connecting).
 -- Statements are separated by a line holding only ';'.
 
 -- One row per modelSelect call: what was asked, what was eligible, what was chosen and why.

@@ -16,7 +16,7 @@ def record_audit(db: SqlDatabase, actor: str, organization_id: str, action: str,
 
 
 def audit_log(db: SqlDatabase, organization_id: str, limit: int = 100, offset: int = 0) -> list[AuditEntry]:
-    rows = db.rows("SELECT audit_id, changed_at, actor, organization_id, action, key_id, subject_user_id, detail FROM key_audit"
-                   " WHERE organization_id = ? ORDER BY changed_at DESC, audit_id LIMIT ? OFFSET ?",
+    rows = db.rows("SELECT audit_id, changed_at, actor, organization_id, action, key_id, subject_user_id, detail"
+                   " FROM key_audit WHERE organization_id = ? ORDER BY changed_at DESC, audit_id LIMIT ? OFFSET ?",
                    [organization_id, limit, offset])
     return [AuditEntry(*row) for row in rows]
