@@ -4,21 +4,20 @@ prompt optimization, judge sampling), and its settlement with the real cost afte
 `BudgetGate.reserve` asks the store to reserve the call's worst-case cost against every budget of the key, its user
 and their organization (storage/repositories/budgets.py takes one lock per organization, so concurrent calls on
 any number of workers are checked one after another); a refusal raises BudgetExceeded (429 BUDGET_EXCEEDED) and no
-provider is called. `settle` runs off the caller's path, in one background thread."""
+provider is called. `settle` runs off the caller's path, in one background thread, in batches."""
 
 from __future__ import annotations
 
 import logging
 import math
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from api.errors import ApiError, ServiceUnavailable
 from api.routing.text import MessageShapeError, count_tokens, message_texts
-from storage.budget_records import BudgetStatus, Reservation, Spender
+from storage.budget_records import BudgetStatus, Reservation, Settlement, Spender
 from storage.interfaces import Budgets
 from storage.records import User
 
@@ -72,14 +71,18 @@ class Hold:
     reservation: Reservation
 
 
-@dataclass
 class BudgetGate:
-    budgets: Budgets
-    default_output_tokens: int = 4096
-    _settler: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="budget-settle"))
-    _pending: set = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    """The check (`reserve`, in the caller's path) and the settlements (`settle`: queued, and written by one
+    background thread in batches, one transaction each, so a busy worker commits once per batch, not per call)."""
+
+    MAX_BATCH = 500
+
+    def __init__(self, budgets: Budgets, default_output_tokens: int = 4096) -> None:
+        self.budgets, self.default_output_tokens = budgets, default_output_tokens
+        self._queue: list[Settlement] = []
+        self._writing = False
+        self._ready = threading.Condition()
+        self._thread: threading.Thread | None = None
 
     def reserve(self, spender: Spender, worst_usd: float) -> Hold:
         """THE budget check (blocking: a store call): reserve `worst_usd` or raise BudgetExceeded."""
@@ -103,28 +106,39 @@ class BudgetGate:
         """Count the real cost and release the reservation, in the background (never on the event loop)."""
         if hold is None:
             return
-        future = self._settler.submit(self.settle_now, hold, float(cost_usd or 0.0))
-        with self._lock:
-            self._pending.add(future)
-        future.add_done_callback(self._done)
-
-    def _done(self, future: Future) -> None:
-        with self._lock:
-            self._pending.discard(future)
+        with self._ready:
+            self._queue.append(Settlement(hold.spender, hold.reservation, float(cost_usd or 0.0)))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._write, name="budget-settle", daemon=True)
+                self._thread.start()
+            self._ready.notify_all()
 
     def settle_now(self, hold: Hold, cost: float) -> None:
         """Settle in this thread (a flow run's LM call, already off any event loop)."""
+        self._store([Settlement(hold.spender, hold.reservation, float(cost))])
+
+    def _write(self) -> None:
+        while True:
+            with self._ready:
+                while not self._queue:
+                    self._ready.wait()
+                batch, self._queue = self._queue[: self.MAX_BATCH], self._queue[self.MAX_BATCH:]
+                self._writing = True
+            try:
+                self._store(batch)
+            finally:
+                with self._ready:
+                    self._writing = False
+                    self._ready.notify_all()
+
+    def _store(self, batch: list[Settlement]) -> None:
         try:
-            self.budgets.settle(hold.spender, hold.reservation, cost)
-        except Exception as exc:  # the reservation is released as stale later; the spend is in the usage logs
-            log.warning("could not settle a budget reservation (%s)", type(exc).__name__)
+            self.budgets.settle_many(batch)
+        except Exception as exc:  # the reservations stop counting once stale; the spend is in the usage logs
+            log.warning("could not settle %d budget reservation(s) (%s)", len(batch), type(exc).__name__)
 
     def drain(self) -> None:
-        """Wait for the settlements under way (tests; shutdown)."""
-        with self._lock:
-            pending = list(self._pending)
-        for future in pending:
-            future.result()
-
-    def close(self) -> None:
-        self._settler.shutdown(wait=True)
+        """Wait for the settlements queued so far (tests; shutdown)."""
+        with self._ready:
+            while self._queue or self._writing:
+                self._ready.wait()

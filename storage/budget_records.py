@@ -68,12 +68,12 @@ class Reservation(msgspec.Struct, frozen=True):
     refused: BudgetStatus | None = None
 
 
-class SpendWindow(msgspec.Struct, frozen=True):
-    scope: str
-    subject_id: str
-    period: str
-    window_start: str
-    spent_usd: float
+class Settlement(msgspec.Struct, frozen=True):
+    """A call that ended: its reservation to release and its real cost."""
+
+    spender: Spender
+    reservation: Reservation
+    cost_usd: float
 
 
 class KeyDetails(msgspec.Struct, frozen=True):

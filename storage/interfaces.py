@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from storage.budget_records import AuditEntry, Budget, BudgetStatus, KeyDetails, Reservation, Spender
+from storage.budget_records import (AuditEntry, Budget, BudgetStatus, KeyDetails, Reservation, Settlement,
+                                    Spender)
 from storage.optimization_records import ModelResult, OptimizationRun, OptimizationStart
 from storage.records import (
     ApiKeyInfo,
@@ -76,6 +77,10 @@ class Budgets(Protocol):
         ...
 
     def settle(self, spender: Spender, reservation: Reservation, cost_usd: float) -> None: ...
+
+    def settle_many(self, settlements: list[Settlement]) -> None:
+        """Several ended calls in one transaction."""
+        ...
 
     def status(self, spender: Spender) -> list[BudgetStatus]: ...
 

@@ -21,19 +21,18 @@ CREATE TABLE budgets (
     PRIMARY KEY (scope, subject_id, period)
 );
 
--- Spend per subject and UTC window ('2026-11-27' for a day, '2026-11' for a month): settled USD, and USD reserved by
--- calls under way (their worst case), so that concurrent calls cannot all pass one check.
+-- Settled spend per subject and UTC window ('2026-11-27' for a day, '2026-11' for a month).
 CREATE TABLE spend (
     scope         VARCHAR NOT NULL,
     subject_id    VARCHAR NOT NULL,
     period        VARCHAR NOT NULL,
     window_start  VARCHAR NOT NULL,
     spent_usd     DOUBLE NOT NULL,
-    reserved_usd  DOUBLE NOT NULL,
     PRIMARY KEY (scope, subject_id, period, window_start)
 );
 
--- A reservation under way: settled (deleted) with the real cost; one left by a process that died is released
+-- A call under way and its worst-case cost, counted against budgets until it is settled (deleted, its real cost
+-- added to `spend`), so that concurrent calls cannot all pass one check; one left by a process that died is dropped
 -- after a while (storage/repositories/budgets.py, STALE_RESERVATION).
 CREATE TABLE budget_reservations (
     reservation_id   VARCHAR PRIMARY KEY,

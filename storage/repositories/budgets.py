@@ -8,19 +8,23 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from storage.budget_records import (PERIODS, SCOPES, Budget, BudgetStatus, Reservation, Spender, resets_at,
-                                    windows)
+from storage.budget_records import (PERIODS, SCOPES, Budget, BudgetStatus, Reservation, Settlement, Spender,
+                                    resets_at, windows)
 from storage.errors import StoreError
 from storage.repositories.audit import record_audit
 from storage.sql import SqlDatabase, now
 
 # A reservation older than this belongs to a call that can no longer be under way (the gateway's upstream timeouts
-# and a flow's LM timeout are far shorter): its process died before settling, so the amount is released.
+# and a flow's LM timeout are far shorter): its process died before settling, so it stops counting.
 STALE_RESERVATION = timedelta(minutes=15)
 
 
 def _lock(organization_id: str) -> str:
     return f"budget:{organization_id}"
+
+
+# The budget_reservations column that names each scope's subject (fixed names: safe in the SQL text).
+_RESERVATION_COLUMN = {"key": "key_id", "user": "user_id", "organization": "organization_id"}
 
 
 def _subjects(spender: Spender) -> list[tuple[str, str]]:
@@ -65,15 +69,16 @@ class BudgetRepository:
     # --- the spend path ---------------------------------------------------------------------------------------------
 
     def reserve(self, spender: Spender, amount_usd: float) -> Reservation:
-        """Check every budget of the key, its user and their organization against spend + reservations + this
-        call's worst case; reserve it when all pass, else name the first budget it would exceed (nothing reserved).
-        With no budget at all nothing is reserved, and the call only settles its spend."""
+        """Check every budget of the key, its user and their organization against settled spend + the reservations
+        of calls under way + this call's worst case; reserve it when all pass, else name the first budget it would
+        exceed (nothing reserved). With no budget at all nothing is reserved: the call only settles its spend."""
         at = now()
         current = windows(at)
         amount = max(0.0, float(amount_usd))
         with self._db.transaction():
             self._db.serialize(_lock(spender.organization_id))
-            self._release_stale(spender.organization_id, at)
+            self._db.run("DELETE FROM budget_reservations WHERE organization_id = ? AND created_at < ?",
+                         [spender.organization_id, at - STALE_RESERVATION])
             statuses = self._statuses(spender, at, current)
             if not statuses:
                 return Reservation(None, 0.0, current["day"], current["month"])
@@ -84,24 +89,35 @@ class BudgetRepository:
             self._db.run("INSERT INTO budget_reservations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          [reservation_id, spender.key_id or "", spender.user_id, spender.organization_id, amount,
                           current["day"], current["month"], at])
-            self._add(spender, current, 0.0, amount)
         return Reservation(reservation_id, amount, current["day"], current["month"])
 
     def settle(self, spender: Spender, reservation: Reservation, cost_usd: float) -> None:
         """The call ended: release its reservation (if still held) and count its real cost in its windows."""
-        held = {"day": reservation.day, "month": reservation.month}
+        self.settle_many([Settlement(spender, reservation, cost_usd)])
+
+    def settle_many(self, settlements: list[Settlement]) -> None:
+        """Several ended calls in one transaction (the API settles in batches: one commit, not one per call). The
+        organizations' locks are taken in order, so two batches never wait on each other in a cycle."""
         with self._db.transaction():
-            self._db.serialize(_lock(spender.organization_id))
-            released = 0.0
-            if reservation.reservation_id is not None:
-                rows = self._db.rows("SELECT amount_usd FROM budget_reservations WHERE reservation_id = ?",
-                                     [reservation.reservation_id])
-                if rows:  # else released already as stale: its amount left the counters then
-                    released = rows[0][0]
+            for organization_id in sorted({s.spender.organization_id for s in settlements}):
+                self._db.serialize(_lock(organization_id))
+            spent: dict[tuple[str, str, str, str], float] = {}
+            for item in settlements:
+                if item.reservation.reservation_id is not None:
                     self._db.run("DELETE FROM budget_reservations WHERE reservation_id = ?",
-                                 [reservation.reservation_id])
-            if released or cost_usd:
-                self._add(spender, held, max(0.0, float(cost_usd)), -released)
+                                 [item.reservation.reservation_id])
+                cost = max(0.0, float(item.cost_usd))
+                if cost:
+                    held = {"day": item.reservation.day, "month": item.reservation.month}
+                    for scope, subject in _subjects(item.spender):
+                        for period in PERIODS:
+                            slot = (scope, subject, period, held[period])
+                            spent[slot] = spent.get(slot, 0.0) + cost
+            for (scope, subject, period, window), cost in sorted(spent.items()):
+                self._db.run(
+                    "INSERT INTO spend VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope, subject_id, period, window_start)"
+                    " DO UPDATE SET spent_usd = spend.spent_usd + excluded.spent_usd",
+                    [scope, subject, period, window, cost])
 
     def status(self, spender: Spender) -> list[BudgetStatus]:
         """The budgets that apply to this key, its user and their organization, with the current windows' spend."""
@@ -116,26 +132,14 @@ class BudgetRepository:
             budgets = self._db.rows("SELECT period, limit_usd FROM budgets WHERE scope = ? AND subject_id = ?"
                                     " ORDER BY period", [scope, subject])
             for period, limit in budgets:
-                found = self._db.rows("SELECT spent_usd, reserved_usd FROM spend WHERE scope = ? AND subject_id = ?"
-                                      " AND period = ? AND window_start = ?", [scope, subject, period, current[period]])
-                spent, reserved = found[0] if found else (0.0, 0.0)
-                out.append(BudgetStatus(scope, subject, period, limit, spent, max(0.0, reserved),
-                                        max(0.0, limit - spent - max(0.0, reserved)), resets_at(period, at)))
+                found = self._db.rows("SELECT spent_usd FROM spend WHERE scope = ? AND subject_id = ? AND period = ?"
+                                      " AND window_start = ?", [scope, subject, period, current[period]])
+                spent = found[0][0] if found else 0.0
+                column = _RESERVATION_COLUMN[scope]
+                reserved = self._db.rows(
+                    f"SELECT coalesce(sum(amount_usd), 0) FROM budget_reservations WHERE organization_id = ?"
+                    f" AND {column} = ? AND {period} = ?",
+                    [spender.organization_id, subject, current[period]])[0][0]
+                out.append(BudgetStatus(scope, subject, period, limit, spent, reserved,
+                                        max(0.0, limit - spent - reserved), resets_at(period, at)))
         return out
-
-    def _add(self, spender: Spender, window: dict[str, str], spent: float, reserved: float) -> None:
-        for scope, subject in _subjects(spender):
-            for period in PERIODS:
-                self._db.run(
-                    "INSERT INTO spend VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, subject_id, period, window_start)"
-                    " DO UPDATE SET spent_usd = spend.spent_usd + excluded.spent_usd,"
-                    " reserved_usd = spend.reserved_usd + excluded.reserved_usd",
-                    [scope, subject, period, window[period], spent, reserved])
-
-    def _release_stale(self, organization_id: str, at: datetime) -> None:
-        stale = self._db.rows("SELECT reservation_id, key_id, user_id, amount_usd, day, month FROM budget_reservations"
-                              " WHERE organization_id = ? AND created_at < ?",
-                              [organization_id, at - STALE_RESERVATION])
-        for reservation_id, key_id, user_id, amount, day, month in stale:
-            self._db.run("DELETE FROM budget_reservations WHERE reservation_id = ?", [reservation_id])
-            self._add(Spender(key_id or None, user_id, organization_id), {"day": day, "month": month}, 0.0, -amount)
