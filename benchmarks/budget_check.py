@@ -7,7 +7,7 @@
 Engines: DuckDB in this process (the store's owner, as the API with one worker is), DuckDB through a store owner's
 RPC (as API workers behind `switchboard store`; the owner runs in a subprocess), and PostgreSQL (the suite's embedded
 server, on a Unix socket). Prints the median and p99 of `reserve` (in the caller's path, before the upstream call)
-and of `settle` (after the answer is sent, in a background thread).
+and of `settle` (after the answer is sent, in a background thread), one call per transaction and in batches.
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from storage.budget_records import Spender
+from storage.budget_records import Settlement, Spender
 from storage.interfaces import Store
+
+
+BATCH = 50
 
 
 @contextmanager
@@ -81,10 +84,16 @@ def measure(name: str, store: Store, calls: int) -> None:
         reserve = timed(lambda: held.append(store.budgets.reserve(who, 0.01)), calls)
         pending = iter(held)
         settle = timed(lambda: store.budgets.settle(who, next(pending), 0.005), calls)
+        # As the API settles under load: the calls that ended meanwhile, BATCH at a time, one transaction each.
+        for _ in range(calls // BATCH):
+            held.extend(store.budgets.reserve(who, 0.01) for _ in range(BATCH))
+        batches = iter([Settlement(who, held.pop(), 0.005) for _ in range(BATCH)] for _ in range(calls // BATCH))
+        batched = timed(lambda: store.budgets.settle_many(next(batches)), calls // BATCH) / BATCH
         label = "key budget" if budgeted else "no budget"
         print(f"{name:10} {label:10}  reserve p50 {np.median(reserve):6.3f} ms  p99 "
               f"{np.percentile(reserve, 99):6.3f} ms   settle p50 {np.median(settle):6.3f} ms  p99 "
-              f"{np.percentile(settle, 99):6.3f} ms")
+              f"{np.percentile(settle, 99):6.3f} ms   settle in batches of {BATCH}: "
+              f"{np.median(batched):6.3f} ms a call")
 
 
 def main() -> None:

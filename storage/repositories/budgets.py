@@ -77,14 +77,14 @@ class BudgetRepository:
         amount = max(0.0, float(amount_usd))
         with self._db.transaction():
             self._db.serialize(_lock(spender.organization_id))
-            self._db.run("DELETE FROM budget_reservations WHERE organization_id = ? AND created_at < ?",
-                         [spender.organization_id, at - STALE_RESERVATION])
             statuses = self._statuses(spender, at, current)
-            if not statuses:
+            if not statuses:  # read only: the common case of no budget costs no write
                 return Reservation(None, 0.0, current["day"], current["month"])
             for status in statuses:
                 if status.spent_usd + status.reserved_usd + amount > status.limit_usd:
                     return Reservation(None, 0.0, current["day"], current["month"], refused=status)
+            self._db.run("DELETE FROM budget_reservations WHERE organization_id = ? AND created_at < ?",
+                         [spender.organization_id, at - STALE_RESERVATION])
             reservation_id = str(uuid.uuid4())
             self._db.run("INSERT INTO budget_reservations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          [reservation_id, spender.key_id or "", spender.user_id, spender.organization_id, amount,
@@ -138,8 +138,8 @@ class BudgetRepository:
                 column = _RESERVATION_COLUMN[scope]
                 reserved = self._db.rows(
                     f"SELECT coalesce(sum(amount_usd), 0) FROM budget_reservations WHERE organization_id = ?"
-                    f" AND {column} = ? AND {period} = ?",
-                    [spender.organization_id, subject, current[period]])[0][0]
+                    f" AND {column} = ? AND {period} = ? AND created_at >= ?",
+                    [spender.organization_id, subject, current[period], at - STALE_RESERVATION])[0][0]
                 out.append(BudgetStatus(scope, subject, period, limit, spent, reserved,
                                         max(0.0, limit - spent - reserved), resets_at(period, at)))
         return out
