@@ -25,6 +25,7 @@ log = logging.getLogger("switchboard.api")
 # Tokens counted with the routing's encoding (tiktoken's cl100k) under-count some providers' tokenizers; the
 # reservation allows for it, and for the few tokens each message's framing adds.
 PROMPT_TOKEN_MARGIN, TOKENS_PER_MESSAGE = 1.25, 8
+MIN_CALL_USD = 1e-6  # what work about to start must at least have left (prompt optimization's start)
 
 
 class BudgetExceeded(ApiError):

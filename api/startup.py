@@ -72,7 +72,7 @@ def build_services(settings: Settings, store: Store) -> Services:
     gateway = GatewayService(selection, calls,
                              store.preferences, settings,
                              JudgeSampler(settings.events_dir, settings.session_flush_seconds).start(), budget)
-    runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))
+    runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"), budget)
     return Services(
         settings=settings, store=store, rpc_token=owner.new_token(),
         authenticator=Authenticator(store.accounts, AuthCache(settings.auth_cache_seconds), rate_limiter(settings),

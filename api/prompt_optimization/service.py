@@ -8,6 +8,7 @@ from collections import Counter
 
 import msgspec
 
+from api.budgets import MIN_CALL_USD, BudgetGate, spender_of
 from api.catalogue import Catalogue
 from api.errors import Forbidden, NotFound, ServiceUnavailable, TooManyRequests, ValidationFailed
 from api.launcher import OPTIMIZE_PROMPT, FlowLauncher, why_not_queued
@@ -36,13 +37,20 @@ def _json(raw: str | None) -> dict | None:
 
 
 class PromptOptimizationService:
-    def __init__(self, store, catalogue: Catalogue, settings: Settings, launcher: FlowLauncher) -> None:
+    def __init__(self, store, catalogue: Catalogue, settings: Settings, launcher: FlowLauncher,
+                 budget: BudgetGate | None = None) -> None:
         self.store, self.catalogue, self.settings, self.launcher = store, catalogue, settings, launcher
+        self.budget = budget
 
     async def start(self, req: OptimizeRequest, user: User) -> str:
         check_access(user)
         valid = validate(req, user, self.catalogue)
         self.check_reachable(valid.spec)
+        if self.budget is not None:
+            # A run whose budget has nothing left is refused now (429 BUDGET_EXCEEDED) rather than queued to fail
+            # at its first call; the run's calls are each checked again (flows/prompt_opt/llm.py).
+            hold = await off_loop(self.budget.reserve, spender_of(user), MIN_CALL_USD)
+            self.budget.settle(hold, 0.0)
         started = await off_loop(
             self.store.optimizations.start, user.user_id, user.organization_id, json.dumps(valid.spec), valid.evaluation_metric,
             valid.evaluation_config, req.prototype_mode, valid.spec["origin"], valid.spec["targets"], user.key_id)

@@ -123,3 +123,24 @@ def test_an_admin_reads_the_runs_of_its_organization_only(providers_reachable, c
         assert client.get(f"/v2/prompt/{path}", headers=admin).status_code == 200
         assert client.get(f"/v2/prompt/{path}", headers=outsider).status_code in (403, 404)
     assert client.get("/usage/spend", params={"user_id": "gina"}, headers=outsider).status_code == 404
+
+
+def test_an_optimization_with_no_budget_left_is_refused_at_once(providers_reachable, client, admin, issue_key) -> None:
+    from tests.support.fakes.launcher import FakeLauncher
+    from tests.support.optimization import body
+
+    launcher = client.app.state.services.prompt_optimization.launcher = FakeLauncher()
+    member = issue_key("hal", organization_id="acme", tier="enterprise", prompt_optimization=True)
+    headers = {"Authorization": f"Bearer {member.key}"}
+    client.put("/admin/budgets", json={"scope": "user", "subject_id": "hal", "period": "month", "limit_usd": 0},
+               headers=admin)
+    refused = client.post("/v2/prompt/optimize", json=body(), headers=headers)
+    error = assert_envelope(refused, 429, "BUDGET_EXCEEDED", "insufficient_quota")
+    assert error["details"]["budget"] == {"scope": "user", "subject_id": "hal", "period": "month"}
+    assert "monthly budget of user hal" in error["message"] and not launcher.triggered
+    client.put("/admin/budgets", json={"scope": "user", "subject_id": "hal", "period": "month", "limit_usd": 1},
+               headers=admin)
+    assert client.post("/v2/prompt/optimize", json=body(), headers=headers).status_code == 200
+    client.app.state.services.budget.drain()
+    [status] = client.get("/usage/spend", headers=headers).json()["budgets"]
+    assert status["reserved_usd"] == 0 and status["spent_usd"] == 0
