@@ -220,7 +220,9 @@ ID_ROUTES = [("delete", "/v2/preferences/userPreferenceDelete/{}", "PREFERENCE_N
              ("get", "/v2/prompt/optimizeResults/{}", "RUN_ID_NOT_FOUND"),
              ("get", "/v2/prompt/optimize/{}/costs", "RUN_ID_NOT_FOUND"),
              ("get", "/v2/prompt/adaptStatus/{}", "RUN_ID_NOT_FOUND"),
-             ("get", "/v2/prompt/adaptResults/{}", "RUN_ID_NOT_FOUND")]
+             ("get", "/v2/prompt/adaptResults/{}", "RUN_ID_NOT_FOUND"),
+             ("get", "/v2/models/onboard/{}", "ONBOARDING_NOT_FOUND"),
+             ("post", "/v2/models/onboard/{}/publish", "ONBOARDING_NOT_FOUND")]
 
 
 def test_path_trick_table_covers_every_public_route_with_a_path_parameter(client):
@@ -234,6 +236,11 @@ def test_path_trick_table_covers_every_public_route_with_a_path_parameter(client
 def test_path_tricks_in_ids_are_a_bounded_404(client, headers, method, template, code):
     for trick in PATH_TRICKS:
         response = getattr(client, method)(template.format(trick), headers=headers)
+        if response.status_code in (405, 422) and trick in ("%2F", "%2e%2e"):
+            # '/' or '..' made the path another route's (POST /v2/models/onboard): refused there, in its envelope
+            assert response.json().get("error", {}).get("code", "") in ("METHOD_NOT_ALLOWED", "") , trick
+            assert_bounded(response)
+            continue
         assert response.status_code == 404, (trick, response.text)
         error = response.json()["error"]
         assert error["code"] in (code, "NOT_FOUND"), trick  # NOT_FOUND: the trick made the path match no route
