@@ -168,8 +168,6 @@ class GatewayService:
                                         details={"candidates": [c.candidate.key for c in ranked]})
         tried = reachable[: self.max_attempts]
         call.hold = await self._reserve(body, call, [c for c, _ in tried])  # a refusal: no provider is called
-        tried = reachable[: self.max_attempts]
-        call.hold = await self._reserve(body, call, [c for c, _ in tried])  # a refusal: no provider is called
         failure: Failure | None = None
         in_flight: str | None = None  # the candidate whose attempt is under way, if the caller leaves meanwhile
         began = 0.0
