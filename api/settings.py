@@ -140,6 +140,18 @@ class Settings:
     onboard_auto: bool = True
     onboard_max_calls: int = 300
     onboard_max_cost_usd: float = 0.5
+    # The gateway against slow, huge or hostile upstreams (issue 31; docs/api.md, "Limits on upstream answers"):
+    # an attempt, and a whole request with its fallbacks, end at these deadlines; an answer (decompressed) over
+    # gateway_max_response_bytes ends as a 502 or an error event; at most gateway_pool_size upstream calls at once,
+    # gateway_max_per_upstream to one provider endpoint and gateway_max_per_key for one caller, and a call waits at
+    # most gateway_pool_wait_s for a slot (then the next candidate, or a 503 / 429 with Retry-After).
+    gateway_attempt_total_timeout_s: float = 300.0
+    gateway_request_total_timeout_s: float = 600.0
+    gateway_max_response_bytes: int = 8 * 1024 * 1024
+    gateway_pool_size: int = 1000
+    gateway_max_per_upstream: int = 256
+    gateway_max_per_key: int = 64
+    gateway_pool_wait_s: float = 2.0
 
     @property
     def layout(self) -> DataDir:
@@ -341,6 +353,13 @@ def get_settings() -> Settings:
                                                                                                   "off"),
         onboard_max_calls=max(1, _int("SWITCHBOARD_ONBOARD_MAX_CALLS", 300)),
         onboard_max_cost_usd=max(0.0, _float("SWITCHBOARD_ONBOARD_MAX_COST_USD", 0.5)),
+        gateway_attempt_total_timeout_s=max(0.001, _float("SWITCHBOARD_GATEWAY_ATTEMPT_TOTAL_TIMEOUT_S", 300.0)),
+        gateway_request_total_timeout_s=max(0.001, _float("SWITCHBOARD_GATEWAY_REQUEST_TOTAL_TIMEOUT_S", 600.0)),
+        gateway_max_response_bytes=max(1024, _int("SWITCHBOARD_GATEWAY_MAX_RESPONSE_BYTES", 8 * 1024 * 1024)),
+        gateway_pool_size=max(1, _int("SWITCHBOARD_GATEWAY_POOL_SIZE", 1000)),
+        gateway_max_per_upstream=max(1, _int("SWITCHBOARD_GATEWAY_MAX_PER_UPSTREAM", 256)),
+        gateway_max_per_key=max(1, _int("SWITCHBOARD_GATEWAY_MAX_PER_KEY", 64)),
+        gateway_pool_wait_s=max(0.0, _float("SWITCHBOARD_GATEWAY_POOL_WAIT_S", 2.0)),
     )
 
 

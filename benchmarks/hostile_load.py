@@ -10,8 +10,14 @@
 6. 1,100 idle connections (no byte sent) and 100 that declare a body and never send it: modelSelect (wrk, 8
    connections, while they are all open) keeps >= 70% of its throughput without them, with no errors, and the
    server closes each within its header or body timeout (+5 s).
+7. pool exhaustion (issue 31): another user's gateway call while one client keeps 1,000 calls to a slow upstream
+   open and hangs up on each after 3 s; p50 and p99 within 1.5x of quiet (benchmarks/hostile_gateway.py);
+8. large bodies (issue 31): another user's modelSelect while 64 MB answers (plain, gzip-inflating, one SSE line)
+   arrive from an upstream; p50 and p99 within 1.5x of quiet.
+Cases 7 and 8 run on the bare API (no Prefect) with fake providers.
 
-    .venv/bin/python -m benchmarks.hostile_load [--seconds 20] [--only large-content|idle-flood]
+    .venv/bin/python -m benchmarks.hostile_load [--seconds 20]
+        [--only large-content|idle-flood|pool-exhaustion|large-body]
 
 Needs wrk (`apt-get install -y wrk`). Prints each figure against its target; exits 1 if one is missed.
 """
@@ -38,6 +44,7 @@ import httpx
 
 from api.cli.http_options import raise_open_file_limit
 from api.settings import get_settings
+from benchmarks.hostile_gateway import large_bodies, pool_exhaustion
 from benchmarks.routing_latency import CANDIDATES, LUA, to_ms
 from tests.support.service import BIN, Service, free_port, start_service
 
@@ -206,8 +213,12 @@ def revocation_delay(svc: Service) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=20, help="seconds of each loaded measurement")
-    parser.add_argument("--only", choices=["large-content", "idle-flood"], help="measure only this figure")
+    parser.add_argument("--only", choices=["large-content", "idle-flood", "pool-exhaustion", "large-body"],
+                        help="measure only this figure")
     args = parser.parse_args()
+    if args.only in ("pool-exhaustion", "large-body"):  # the bare API with fake providers: no wrk, no Prefect
+        raise_open_file_limit()  # the attack holds 1,000 connections
+        return report(pool_exhaustion(args.seconds) if args.only == "pool-exhaustion" else large_bodies(args.seconds))
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed: `apt-get install -y wrk` (Debian package)")
     data = Path(tempfile.mkdtemp(prefix="switchboard-hostile-")) / "data"
@@ -274,6 +285,8 @@ def main() -> int:
         idle_flood(script, url, svc, results)
     finally:
         svc.stop()
+    raise_open_file_limit()
+    results += pool_exhaustion(args.seconds) + large_bodies(args.seconds)
     return report(results)
 
 

@@ -148,7 +148,7 @@ CREATE VIEW gateway_calls AS
 SELECT g.session_id, g.created_at, g.day, g.user_id, g.organization_id, g.preference_id, g.requested_model, g.mode,
        g.stream, g.chosen, g.sticky, g.answered, g.answered IS DISTINCT FROM g.chosen AS fell_back, g.strongest,
        g.status, g.http_status, g.attempts, g.attempt_models, g.attempt_outcomes, g.attempt_ms,
-       g.input_tokens, g.output_tokens, g.cost_usd, g.strongest_cost_usd,
+       g.input_tokens, g.output_tokens, g.usage_estimated, g.cost_usd, g.strongest_cost_usd,
        g.strongest_cost_usd - g.cost_usd AS savings_usd, g.ttft_ms, g.latency_ms, g.error,
        d.router_kind, d.tradeoff, d.cost_quality_tradeoff, d.chosen_estimated_cost_usd
 FROM events_gateway_calls g LEFT JOIN routing_decisions d USING (session_id)

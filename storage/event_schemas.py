@@ -93,6 +93,7 @@ GATEWAY_CALL_SCHEMA = pa.schema([
     ("attempt_ms", pa.list_(pa.float64())),
     ("input_tokens", pa.int64()),                   # as the provider reported them
     ("output_tokens", pa.int64()),
+    ("usage_estimated", pa.bool_()),                # the provider sent no usable usage: tokens counted here
     ("cost_usd", pa.float64()),                     # tokens at the answering model's catalogue prices
     ("strongest_cost_usd", pa.float64()),           # the same tokens at the strongest candidate's prices
     ("ttft_ms", pa.float64()),                      # request arrival to the first byte of the answer

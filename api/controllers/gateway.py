@@ -4,8 +4,8 @@ api/gateway/service.py; errors on /v1 take OpenAI's error shape (api/error_respo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from litestar import MediaType, Request, Response, get, post
 from litestar.di import NamedDependency
@@ -16,7 +16,7 @@ from litestar.types import Receive, Scope, Send
 
 from api.auth import SECURITY
 from api.dependencies import after_auth
-from api.gateway.service import Answer, GatewayService
+from api.gateway.service import Answer, CallerLeft, GatewayService
 from api.openapi_docs import error_responses
 from storage.records import User
 
@@ -26,11 +26,41 @@ from storage.records import User
       responses=error_responses(404), dependencies={"gateway": after_auth("gateway")})
 async def chat_completions(data: JSONBody[dict[str, Any]], user: NamedDependency[User],
                            gateway: NamedDependency[GatewayService], request: Request) -> Response | Stream:
-    result = await gateway.complete(data, len(await request.body()), user)
+    size = len(await request.body())
+    result = await until_the_caller_leaves(request.receive, gateway.complete(data, size, user))
     if isinstance(result, Answer):
         return AnswerResponse(result.after, content=result.body, media_type=MediaType.JSON, headers=result.headers)
     return EventStream(result.events, media_type="text/event-stream",
                        headers={**result.headers, "cache-control": "no-cache"})
+
+
+T = TypeVar("T")
+
+
+async def until_the_caller_leaves(receive: Receive, work: Awaitable[T]) -> T:
+    """`work`, cancelled (CallerLeft) if the caller disconnects first: nobody would read the answer, so the upstream
+    call stops there, rather than holding a pooled connection until the provider finishes (issue 31). The body has
+    been read, so the next ASGI message is the disconnect. One plain task, as _EventStreamASGI's."""
+    working = asyncio.current_task()
+    left = False
+
+    async def watch() -> None:
+        nonlocal left
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        left = True
+        working.cancel()  # type: ignore[union-attr]
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if not left:
+            raise
+        working.uncancel()  # type: ignore[union-attr]  # our own cancel: answer the (gone) caller with a 499
+        raise CallerLeft("the caller disconnected before the answer; the upstream call was cancelled") from None
+    finally:
+        watcher.cancel()
 
 
 class AnswerResponse(Response):

@@ -10,13 +10,14 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from api.routing.policy import request_cost_usd
-from api.routing.text import MessageShapeError, message_texts
+from api.routing.text import MessageShapeError, count_tokens, full_text, message_texts
 from api.selection.candidates import ResolvedCandidate
 from storage.event_buffer import EventBuffer
 from storage.event_schemas import GATEWAY_CALL_SCHEMA
@@ -33,6 +34,28 @@ def conversation_digest(messages: Any) -> str | None:
     if not turns:
         return None
     return hashlib.blake2b(repr(turns).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+# No request or answer comes near this many tokens; a count past it (10^30, 2^63: issue 31) is nonsense, and would
+# not fit the log's int64 either.
+MAX_REPORTED_TOKENS = 100_000_000
+
+
+def token_count(value: Any) -> int | None:
+    """A provider's token count when it is one: a non-negative integer within MAX_REPORTED_TOKENS, else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPORTED_TOKENS:
+        return None
+    return value
+
+
+def estimated_tokens(messages: Any, answer: str) -> tuple[int, int]:
+    """(input, output) tokens counted with the router's tokenizer (api/routing/text.py) from the request's text and
+    the answer's: what a call whose provider reported no usable usage is recorded at, rather than $0."""
+    try:
+        prompt = full_text(messages)
+    except MessageShapeError:
+        prompt = str(messages)
+    return count_tokens(prompt), count_tokens(answer)
 
 
 def cost_usd(candidate: ResolvedCandidate | None, input_tokens: int, output_tokens: int) -> float | None:
@@ -59,6 +82,8 @@ class Call:
     http_status: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    usage_reported: bool = False  # the provider's usage was read and sane
+    usage_estimated: bool = False  # the token counts are estimated_tokens, not the provider's
     ttft_ms: float | None = None
     latency_ms: float | None = None
     error: str | None = None
@@ -91,9 +116,21 @@ class Call:
         return self._attempt_began
 
     def usage(self, usage: Any) -> None:
-        if isinstance(usage, dict):
-            self.input_tokens = int(usage.get("prompt_tokens") or 0)
-            self.output_tokens = int(usage.get("completion_tokens") or 0)
+        """The provider's counts, taken only when both are sane (token_count); otherwise the call is estimated
+        when it is logged (`needs_estimate`)."""
+        if not isinstance(usage, dict):
+            return
+        prompt, completion = token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
+        if prompt is not None and completion is not None:
+            self.input_tokens, self.output_tokens, self.usage_reported = prompt, completion, True
+
+    def needs_estimate(self) -> bool:
+        """A call that was answered (and so paid for) with no usable usage from the provider."""
+        return self.answered is not None and not self.usage_reported and not self.usage_estimated
+
+    def estimate_usage(self) -> None:
+        self.input_tokens, self.output_tokens = estimated_tokens(self.messages, "".join(self.answer_parts))
+        self.usage_estimated = True
 
     def row(self) -> dict[str, Any]:
         return {
@@ -106,6 +143,7 @@ class Call:
             "status": self.status, "http_status": self.http_status, "attempts": len(self.attempt_models),
             "attempt_models": self.attempt_models, "attempt_outcomes": self.attempt_outcomes,
             "attempt_ms": self.attempt_ms, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+            "usage_estimated": self.usage_estimated,
             "cost_usd": cost_usd(self.answered, self.input_tokens, self.output_tokens),
             "strongest_cost_usd": cost_usd(self.strongest if self.answered else None, self.input_tokens,
                                            self.output_tokens),
@@ -121,12 +159,17 @@ class CallLog:
         self._conversations: OrderedDict[str, tuple[str, str]] = OrderedDict()  # digest -> (user, provider/model)
         self._recent_max = recent
         self._lock = threading.Lock()
+        # Estimating a call's tokens counts its whole text (up to the request and answer bounds): off the event
+        # loop, one call at a time, in order (tiktoken releases the GIL while it encodes).
+        self._estimator: ThreadPoolExecutor | None = None
 
     def start(self) -> "CallLog":
         self.buffer.start()
         return self
 
     def close(self) -> None:
+        if self._estimator is not None:
+            self._estimator.shutdown(wait=True)  # rows still being estimated reach the buffer before it closes
         self.buffer.close()
 
     def record(self, call: Call) -> None:
@@ -134,7 +177,16 @@ class CallLog:
         self.log(call)
 
     def log(self, call: Call) -> None:
-        """The call's row in the event log."""
+        """The call's row in the event log; a paid call without usable usage is estimated first, off the loop."""
+        if not call.needs_estimate():
+            self.buffer.add(call.row())
+            return
+        if self._estimator is None:
+            self._estimator = ThreadPoolExecutor(1, thread_name_prefix="gateway-usage")
+        self._estimator.submit(self._estimated_row, call)
+
+    def _estimated_row(self, call: Call) -> None:
+        call.estimate_usage()
         self.buffer.add(call.row())
 
     def remember(self, call: Call) -> None:

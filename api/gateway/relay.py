@@ -1,6 +1,8 @@
 """Relaying a provider's server-sent events to the caller: each chunk names the model that answers, the usage
 chunk (always asked of the provider) reaches the caller only if it asked for it, and a failure once the stream has
-begun ends it with an error event the official client raises as an APIError (never a retry: the caller has bytes)."""
+begun ends it with an error event the official client raises as an APIError (never a retry: the caller has bytes):
+an error the provider sent (its message scrubbed, api/gateway/redaction.py), a malformed chunk, a broken or
+too-slow transfer, an answer past the size bound."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from api.gateway.bodies import TooLarge
 from api.gateway.calls import Call
 
 DONE = b"data: [DONE]\n\n"
@@ -44,6 +47,28 @@ def upstream_error(data: str) -> str | None:
     return None
 
 
+class Malformed(Exception):
+    """A chunk no OpenAI client could read (its `choices` not a list of objects): the stream ends there."""
+
+
+def check_choices(choices: Any) -> None:
+    if choices is not None and not (isinstance(choices, list) and all(isinstance(c, dict) for c in choices)):
+        raise Malformed("a chunk whose choices are not a list of objects")
+
+
+def well_formed(data: str) -> bool:
+    """Whether a first event may begin the caller's stream (else the next candidate answers instead)."""
+    try:
+        chunk = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return True  # relayed as sent, as any other undecodable event
+    try:
+        check_choices(chunk.get("choices") if isinstance(chunk, dict) else None)
+    except Malformed:
+        return False
+    return True
+
+
 def rewrite(data: str, model: str, want_usage: bool, call: Call) -> bytes | None:
     if data == "[DONE]":
         return DONE
@@ -53,29 +78,47 @@ def rewrite(data: str, model: str, want_usage: bool, call: Call) -> bytes | None
         return f"data: {data}\n\n".encode()
     if not isinstance(chunk, dict):
         return f"data: {data}\n\n".encode()
+    choices = chunk.get("choices")
+    check_choices(choices)
     if "usage" in chunk:
-        if chunk["usage"]:
-            call.usage(chunk["usage"])
+        call.usage(chunk["usage"])  # kept only when sane (api/gateway/calls.py); else the call is estimated
         if not want_usage:
-            if not chunk.get("choices"):
+            if not choices:
                 return None  # the usage-only chunk the caller did not ask for
             del chunk["usage"]
     if "model" in chunk:
         chunk["model"] = model
-    choices = chunk.get("choices")
-    if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("delta"), dict):
+    if choices and isinstance(choices[0].get("delta"), dict):
         content = choices[0]["delta"].get("content")
         if isinstance(content, str):
             call.answer_parts.append(content)
     return event(chunk)
 
 
+def broken(exc: BaseException) -> tuple[str, str]:
+    """(what is recorded, what the caller's error event says) for a stream that ended in `exc`."""
+    if isinstance(exc, TooLarge):
+        return "too_large", f"{exc}; the answer is incomplete"
+    if isinstance(exc, Malformed):
+        return "bad_chunk", f"the provider sent {exc}; the answer is incomplete"
+    if isinstance(exc, TimeoutError):
+        return "timeout", ("the provider's stream passed its time limit (SWITCHBOARD_GATEWAY_FIRST_BYTE_TIMEOUT_S "
+                           "between events, SWITCHBOARD_GATEWAY_ATTEMPT_TOTAL_TIMEOUT_S in all); the answer is "
+                           "incomplete")
+    return (f"{type(exc).__name__} after the stream began",
+            f"the provider's stream broke ({type(exc).__name__}); the answer is incomplete and was not retried, "
+            "since part of it had been sent")
+
+
 async def relay(response: Any, lines: AsyncIterator[str], first: str, model: str, want_usage: bool, call: Call,
-                finish: Callable[[Call], None], errors: tuple[type[BaseException], ...]) -> AsyncIterator[bytes]:
+                finish: Callable[[Call], None], errors: tuple[type[BaseException], ...],
+                scrub: Callable[[str], str], release: Callable[[], None] = lambda: None) -> AsyncIterator[bytes]:
     """`response`: the provider's (aiohttp) response, released to the pool at a clean end and closed otherwise;
-    `errors`: what a broken transfer raises; `finish` records the call, once: before the final `[DONE]` leaves
-    (a follow-up turn may arrive before this generator resumes), else when the stream ends another way."""
+    `errors`: what a broken transfer raises; `scrub`: the redaction every provider text passes; `finish` records
+    the call, once: before the final `[DONE]` leaves (a follow-up turn may arrive before this generator resumes),
+    else when the stream ends another way; `release` frees the call's admission slots (api/gateway/admission.py)."""
     call.status, call.http_status = "client_closed", 200  # until the stream ends one way or the other
+    broken_by: tuple[type[BaseException], ...] = (*errors, Malformed)
     finished = False
     try:
         out = rewrite(first, model, want_usage, call)
@@ -88,8 +131,8 @@ async def relay(response: Any, lines: AsyncIterator[str], first: str, model: str
             data = line[5:].strip()
             problem = upstream_error(data)
             if problem is not None:
-                call.status, call.error = "stream_error", problem[:500]
-                yield error_event(f"the provider failed during the stream: {problem[:500]}", "upstream_stream_error")
+                call.status, call.error = "stream_error", scrub(problem)
+                yield error_event(f"the provider failed during the stream: {call.error}", "upstream_stream_error")
                 return
             out = rewrite(data, model, want_usage, call)
             if out is DONE:
@@ -98,15 +141,15 @@ async def relay(response: Any, lines: AsyncIterator[str], first: str, model: str
             if out:
                 yield out
         call.status = "ok"
-    except errors as exc:
-        call.status, call.error = "stream_error", f"{type(exc).__name__} after the stream began"
-        yield error_event(f"the provider's stream broke ({type(exc).__name__}); the answer is incomplete and was "
-                          "not retried, since part of it had been sent", "upstream_stream_error")
+    except broken_by as exc:
+        call.status, (call.error, told) = "stream_error", broken(exc)
+        yield error_event(told, "upstream_stream_error")
     finally:
         if not finished:
             call.latency_ms = call.since_start_ms()
         try:
             response.release() if call.status == "ok" else response.close()
         finally:
+            release()
             if not finished:
                 finish(call)

@@ -4,6 +4,8 @@ No web framework here: api/controllers/gateway.py turns the result into a respon
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,12 +15,15 @@ import msgspec
 
 from api.errors import ApiError
 from api.gateway import wire
+from api.gateway.admission import Admission, Lease
+from api.gateway.bodies import lines, read_capped
 from api.gateway.calls import Call, CallLog
 from api.gateway.headers import model_header
 from api.gateway.judge_sampling import JudgeSampler
-from api.gateway.relay import first_data, relay, upstream_error
-from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport, lines,
-                                  not_configured_message, redact)
+from api.gateway.redaction import Scrubber
+from api.gateway.relay import first_data, relay, upstream_error, well_formed
+from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport,
+                                  not_configured_message)
 from api.schemas.model_select import LLMProvider
 from api.selection.candidates import ResolvedCandidate
 from api.selection.service import SelectionService
@@ -42,6 +47,28 @@ class UpstreamRejected(ApiError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class UpstreamBusy(ApiError):
+    """Every candidate's endpoint (or the whole pool) stayed full for SWITCHBOARD_GATEWAY_POOL_WAIT_S."""
+
+    status, code, type = 503, "UPSTREAM_BUSY", "api_error"
+
+
+class ConcurrencyLimited(ApiError):
+    """This caller already has SWITCHBOARD_GATEWAY_MAX_PER_KEY gateway calls in flight."""
+
+    status, code, type = 429, "CONCURRENCY_LIMITED", "rate_limit_error"
+
+
+class CallerLeft(ApiError):
+    """The caller disconnected before its answer: the upstream call was cancelled (nobody reads this answer)."""
+
+    status, code, type = 499, "CLIENT_CLOSED", "api_error"
+
+
+# The code of a 502 when no candidate answered, by the last attempt's outcome (the others: UPSTREAM_FAILED).
+EXHAUSTED_CODES = {"redirect": "UPSTREAM_REDIRECT", "too_large": "UPSTREAM_TOO_LARGE"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +99,15 @@ class GatewayService:
         selection.answered = calls.answered  # a follow-up names the model that answered, not only the one chosen
         self.keys: OptimizeSettings = settings.optimize or OptimizeSettings()
         self.max_attempts = settings.gateway_max_attempts
-        self.upstream = Upstream(settings.gateway_connect_timeout_s, settings.gateway_first_byte_timeout_s)
+        self.upstream = Upstream(settings.gateway_connect_timeout_s, settings.gateway_first_byte_timeout_s,
+                                 settings.gateway_max_response_bytes, settings.gateway_pool_size,
+                                 settings.gateway_pool_wait_s)
+        self.admission = Admission(settings.gateway_pool_size, settings.gateway_max_per_upstream,
+                                   settings.gateway_max_per_key, settings.gateway_pool_wait_s)
+        self.scrub = Scrubber(self.keys.secrets)  # every provider text passes it (api/gateway/redaction.py)
+        self.first_byte_s = settings.gateway_first_byte_timeout_s
+        self.attempt_total_s = settings.gateway_attempt_total_timeout_s
+        self.request_total_s = settings.gateway_request_total_timeout_s
 
     async def aclose(self) -> None:
         await self.upstream.aclose()
@@ -129,41 +164,82 @@ class GatewayService:
             raise ProviderNotConfigured(not_configured_message([c.candidate.provider for c in ranked]),
                                         details={"candidates": [c.candidate.key for c in ranked]})
         failure: Failure | None = None
-        for candidate, ep in reachable[: self.max_attempts]:
-            payload = wire.forwarded(body, candidate.candidate.model, stream)
-            began = call.begin_attempt()
-            try:
-                if stream:
-                    outcome = await self._open_stream(ep, payload, candidate, call, want_usage)
-                else:
-                    outcome = await self._post(ep, payload, candidate, call)
-            except self.upstream.errors as exc:
-                outcome = failed_transport(exc, self.upstream.connect_errors)
-            if not isinstance(outcome, Failure):
-                call.attempt(candidate.candidate.key, "ok", began)
-                # recorded once the answer is sent (the controller's background task); a stream, when it ends
-                return outcome
-            failure = outcome
-            call.attempt(candidate.candidate.key, failure.outcome, began)
-            call.error = redact(failure.message, self.keys.secrets)[:500]
-            if not failure.retryable:
-                call.http_status, call.latency_ms = failure.status, call.since_start_ms()
-                self.calls.record(call)
-                raise UpstreamRejected(failure.status, f"{candidate.candidate.key} refused the request: {call.error}")
+        in_flight: str | None = None  # the candidate whose attempt is under way, if the caller leaves meanwhile
+        began = 0.0
+        loop = asyncio.get_running_loop()
+        request_deadline = loop.time() + self.request_total_s
+        try:
+            for candidate, ep in reachable[: self.max_attempts]:
+                if failure is not None and loop.time() >= request_deadline:
+                    break  # SWITCHBOARD_GATEWAY_REQUEST_TOTAL_TIMEOUT_S: no time left for another candidate
+                payload = wire.forwarded(body, candidate.candidate.model, stream)
+                began, in_flight = call.begin_attempt(), candidate.candidate.key
+                deadline = min(loop.time() + self.attempt_total_s, request_deadline)
+                outcome = await self._attempt(ep, payload, candidate, call, stream, want_usage, deadline)
+                if not isinstance(outcome, Failure):
+                    call.attempt(candidate.candidate.key, "ok", began)
+                    # recorded once the answer is sent (the controller's background task); a stream, when it ends
+                    return outcome
+                failure, in_flight = outcome, None
+                call.attempt(candidate.candidate.key, failure.outcome, began)
+                call.error = self.scrub(failure.message)
+                if not failure.retryable:
+                    raise self._refuse(call, UpstreamRejected(
+                        failure.status, f"{candidate.candidate.key} refused the request: {call.error}"))
+        except asyncio.CancelledError:  # the caller left (api/controllers/gateway.py): the upstream call is dropped
+            if in_flight is not None:
+                call.attempt(in_flight, "client_closed", began)
+            call.status, call.http_status, call.latency_ms = "client_closed", CallerLeft.status, call.since_start_ms()
+            self.calls.record(call)
+            raise
         assert failure is not None
-        call.http_status, call.latency_ms = UpstreamFailed.status, call.since_start_ms()
-        self.calls.record(call)
+        raise self._refuse(call, self._exhausted(call, failure))
+
+    async def _attempt(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call, stream: bool,
+                       want_usage: bool, deadline: float) -> Answer | Streamed | Failure:
+        """One candidate's call, within its admission slots (api/gateway/admission.py) and by `deadline`."""
+        lease = await self.admission.enter(call.user.user_id, ep.url)
+        if lease == "key":
+            raise self._refuse(call, ConcurrencyLimited(
+                "this key already has its most gateway calls in flight (SWITCHBOARD_GATEWAY_MAX_PER_KEY); retry when "
+                "one ends", headers={"Retry-After": "1"}))
+        if isinstance(lease, str):
+            return Failure("pool_full", True, 503, "the provider's endpoint is at its concurrency limit "
+                                                   "(SWITCHBOARD_GATEWAY_MAX_PER_UPSTREAM / _POOL_SIZE)")
+        try:
+            if stream:
+                return await self._open_stream(ep, payload, candidate, call, want_usage, lease, deadline)
+            return await self._post(ep, payload, candidate, call, lease, deadline)
+        except self.upstream.errors as exc:
+            return failed_transport(exc, self.upstream.connect_errors)
+
+    def _exhausted(self, call: Call, failure: Failure) -> ApiError:
+        """What the caller gets when no candidate answered: 503 when every endpoint was full, else a 502."""
         tried = ", ".join(f"{m} ({o})" for m, o in zip(call.attempt_models, call.attempt_outcomes))
-        raise UpstreamFailed(f"no candidate answered after {len(call.attempt_models)} attempt(s): {tried}; "
-                             f"last error: {call.error}",
-                             details={"attempts": len(call.attempt_models), "session_id": call.session_id})
+        if all(o == "pool_full" for o in call.attempt_outcomes):
+            return UpstreamBusy(f"every candidate's provider endpoint is at its concurrency limit: {tried}; retry "
+                                "shortly", headers={"Retry-After": "1"})
+        return UpstreamFailed(f"no candidate answered after {len(call.attempt_models)} attempt(s): {tried}; last "
+                              f"error: {call.error}", code=EXHAUSTED_CODES.get(failure.outcome),
+                              details={"attempts": len(call.attempt_models), "session_id": call.session_id})
+
+    def _refuse(self, call: Call, error: ApiError) -> ApiError:
+        """Record the call as the caller will see it, and hand back the error to raise."""
+        call.http_status, call.latency_ms = error.status, call.since_start_ms()
+        self.calls.record(call)
+        return error
 
     def _headers(self, call: Call, candidate: ResolvedCandidate) -> dict[str, str]:
         return {"x-switchboard-session-id": call.session_id, **model_header(candidate.candidate.key),
                 "x-switchboard-attempts": str(len(call.attempt_models) + 1)}
 
-    async def _post(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call) -> Answer | Failure:
-        status, content = await self.upstream.post(ep, payload)
+    async def _post(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call, lease: Lease,
+                    deadline: float) -> Answer | Failure:
+        try:
+            async with asyncio.timeout_at(deadline):  # a trickled answer ends here, not when the provider stops
+                status, content = await self.upstream.post(ep, payload)
+        finally:
+            lease.release()
         if status != 200:
             return failed_status(status, content)
         read = wire.answer_body(content, candidate.candidate.key)
@@ -172,9 +248,9 @@ class GatewayService:
         body, answer = read
         call.answered, call.status, call.http_status = candidate, "ok", 200
         call.ttft_ms = call.latency_ms = call.since_start_ms()
-        call.usage(answer.get("usage"))
+        call.usage(answer.get("usage"))  # kept only when sane; else estimated when logged (api/gateway/calls.py)
         choices = answer["choices"]
-        choice = choices[0] if isinstance(choices, list) and choices else None
+        choice = choices[0] if choices else None
         if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
             call.answer_parts.append(str(choice["message"].get("content") or ""))  # the conversation's digest
         # What the next request may read is updated before the answer leaves (a follow-up can arrive before this
@@ -184,28 +260,45 @@ class GatewayService:
         return Answer(body, self._headers(call, candidate), lambda: self._answered(call))
 
     async def _open_stream(self, ep: Endpoint, payload: bytes, candidate: ResolvedCandidate, call: Call,
-                           want_usage: bool) -> Streamed | Failure:
-        response = await self.upstream.open(ep, payload)
+                           want_usage: bool, lease: Lease, deadline: float) -> Streamed | Failure:
+        """The stream once its first event arrived, or why not. The first-byte limit runs until a `data:` event:
+        comments and blank lines (keep-alives) count as silence."""
+        response, handed = None, False
         try:
-            if response.status != 200:
-                failure = failed_status(response.status, await response.read())
-            else:
-                events = lines(response)
+            first_byte = min(asyncio.get_running_loop().time() + self.first_byte_s, deadline)
+            async with asyncio.timeout_at(first_byte):
+                response = await self.upstream.open(ep, payload)
+                if response.status != 200:
+                    return failed_status(response.status, await read_capped(response, 65536, refuse=False))
+                events = lines(response, self.upstream.max_response_bytes, deadline)
                 first = await first_data(events)  # nothing reached the caller before this arrives: fallback is safe
-                problem = upstream_error(first) if first is not None else None
-                if first is None:
-                    failure = Failure("empty_stream", True, 502, "the provider's stream ended before its first event")
-                elif problem is not None:
-                    failure = Failure("error_event", True, 502, problem)
-                else:
-                    call.answered = candidate
-                    return Streamed(relay(response, events, first, candidate.candidate.key, want_usage, call,
-                                          self._stream_ended, self.upstream.errors), self._headers(call, candidate))
-        except BaseException:
-            response.close()
-            raise
-        response.close()
-        return failure
+            problem = upstream_error(first) if first is not None else None
+            if first is None:
+                return Failure("empty_stream", True, 502, "the provider's stream ended before its first event")
+            if problem is not None:
+                return Failure("error_event", True, 502, problem)
+            if not well_formed(first):
+                return Failure("bad_chunk", True, 502, "the provider's first event was not a chat completion chunk")
+            call.answered = candidate
+            relayed = relay(response, events, first, candidate.candidate.key, want_usage, call, self._stream_ended,
+                            self.upstream.errors, self.scrub, lease.release)
+            # A stream the server never began to send (its caller gone first) never runs the relay's cleanup: the
+            # response, the slots and the call's row are settled when the relay is dropped instead.
+            weakref.finalize(relayed, self._never_relayed, response, lease, call)
+            handed = True  # the relay owns the response now, and the lease
+            return Streamed(relayed, self._headers(call, candidate))
+        finally:
+            if not handed:
+                if response is not None:
+                    response.close()
+                lease.release()
+
+    def _never_relayed(self, response: Any, lease: Lease, call: Call) -> None:
+        response.close()  # a no-op once the relay released it to the pool
+        lease.release()  # once only
+        if call.http_status == 0:  # the relay never began: nothing was sent, yet the call was made
+            call.status, call.http_status, call.latency_ms = "client_closed", CallerLeft.status, call.since_start_ms()
+            self.calls.record(call)
 
     def _stream_ended(self, call: Call) -> None:
         if call.status == "ok" and call.answered is not None:

@@ -10,10 +10,10 @@ a caller can neither send one nor see one: errors are scrubbed of every key the 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from api.gateway.bodies import BadEncoding, TooLarge, read_capped
 from api.settings import OptimizeSettings
 
 # The providers' own OpenAI-compatible endpoints, used when a key is set and no base URL overrides them.
@@ -30,6 +30,7 @@ DEFAULT_BASES = {
     "moonshot": "https://api.moonshot.ai/v1",
     "zai": "https://api.z.ai/api/paas/v4",
 }
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CONTEXT_MARKERS = ("context_length_exceeded", "context length", "context window", "maximum context",
                    "too many tokens", "prompt is too long", "reduce the length", "string_above_max_length")
 
@@ -47,7 +48,8 @@ def endpoint(provider: str, settings: OptimizeSettings) -> Endpoint | None:
         if not key or provider not in DEFAULT_BASES:
             return None
         base = DEFAULT_BASES[provider]
-    headers = {"content-type": "application/json", "accept": "application/json"}
+    # Only the encodings api/gateway/bodies.py undoes itself (within the size bound) are offered.
+    headers = {"content-type": "application/json", "accept": "application/json", "accept-encoding": "gzip, deflate"}
     if key:
         headers["authorization"] = f"Bearer {key}"
     return Endpoint(base.rstrip("/") + "/chat/completions", headers)
@@ -64,9 +66,10 @@ def not_configured_message(providers: list[str]) -> str:
 @dataclass(frozen=True)
 class Failure:
     """An upstream call that did not answer. `retryable`: another candidate may answer instead (before the first
-    byte reached the caller); otherwise the caller gets `status` and `message` (a request the provider refused)."""
+    byte reached the caller); otherwise the caller gets `status` and `message` (a request the provider refused).
+    `message` may quote the provider: it is scrubbed (api/gateway/redaction.py) before anyone sees it."""
 
-    outcome: str  # recorded per attempt: timeout, connect, http_429, http_503, context_length, ...
+    outcome: str  # recorded per attempt: timeout, connect, http_429, http_503, context_length, redirect, ...
     retryable: bool
     status: int
     message: str
@@ -74,6 +77,10 @@ class Failure:
 
 def failed_status(status: int, body: bytes) -> Failure:
     text = body[:2000].decode("utf-8", "replace")
+    if status in REDIRECTS:  # never followed: an upstream must not send the caller's body (or key) elsewhere
+        return Failure("redirect", True, 502, f"the provider answered a redirect ({status}), which is not followed")
+    if status < 400:  # 1xx, 201, 204, 304, ...: not a chat completion, and never relayed as the caller's status
+        return Failure(f"http_{status}", True, 502, f"the provider answered {status}, not 200 with a completion")
     if status == 429:
         return Failure("http_429", True, status, text)
     if status >= 500:
@@ -88,6 +95,10 @@ def failed_status(status: int, body: bytes) -> Failure:
 
 
 def failed_transport(exc: BaseException, connect_errors: tuple[type[BaseException], ...]) -> Failure:
+    if isinstance(exc, TooLarge):
+        return Failure("too_large", True, 502, str(exc))
+    if isinstance(exc, BadEncoding):
+        return Failure("bad_encoding", True, 502, str(exc))
     if isinstance(exc, connect_errors):
         return Failure("connect", True, 502, f"could not connect to the provider ({type(exc).__name__})")
     if isinstance(exc, TimeoutError):
@@ -95,22 +106,22 @@ def failed_transport(exc: BaseException, connect_errors: tuple[type[BaseExceptio
     return Failure("transport", True, 502, f"the connection to the provider failed ({type(exc).__name__})")
 
 
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "[redacted]")
-    return text
-
-
 class Upstream:
     """One pooled aiohttp session, made on the first gateway call inside the serving event loop (so a process that
     only answers modelSelect never imports aiohttp) and closed with the app. aiohttp rather than httpx, which the
     API already loads: measured here, 0.18 ms of CPU per upstream call against httpx's 0.79 ms, which on a busy
-    worker is most of what the gateway adds (docs/benchmarks.md, issue 22)."""
+    worker is most of what the gateway adds (docs/benchmarks.md, issue 22).
 
-    def __init__(self, connect_timeout_s: float, first_byte_timeout_s: float) -> None:
+    Redirects are never followed. Bodies are read chunk by chunk, inflated here (api/gateway/bodies.py) and refused
+    past `max_response_bytes`, so a huge or gzip-bomb answer costs at most that much memory and inflating. The pool is `pool_size` connections; api/gateway/admission.py keeps the calls in flight
+    within it, so a call never queues there unbounded."""
+
+    def __init__(self, connect_timeout_s: float, first_byte_timeout_s: float, max_response_bytes: int = 8 << 20,
+                 pool_size: int = 1000, pool_wait_s: float = 2.0) -> None:
         self.connect_timeout_s, self.first_byte_timeout_s = connect_timeout_s, first_byte_timeout_s
+        self.max_response_bytes, self.pool_size, self.pool_wait_s = max_response_bytes, pool_size, pool_wait_s
         self._session: Any = None
-        self.errors: tuple[type[BaseException], ...] = (TimeoutError, OSError)  # completed on first use
+        self.errors: tuple[type[BaseException], ...] = (TimeoutError, OSError, TooLarge, BadEncoding)  # see session
         self.connect_errors: tuple[type[BaseException], ...] = (ConnectionRefusedError,)
 
     @property
@@ -119,38 +130,40 @@ class Upstream:
             # lazy: aiohttp loads with the first gateway call, never in a process that only answers modelSelect
             import aiohttp
 
-            self.errors = (aiohttp.ClientError, TimeoutError, OSError)
+            self.errors = (aiohttp.ClientError, TimeoutError, OSError, TooLarge, BadEncoding)
             self.connect_errors = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
-            # sock_read bounds each wait for bytes: the first byte of an answer, and each gap inside a stream.
+            # sock_read bounds each wait for bytes: the first byte of an answer, and each gap inside a stream (the
+            # overall deadlines are the caller's: api/gateway/service.py). `connect` also bounds a wait for a pooled
+            # connection, a backstop behind the admission slots.
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=1000, limit_per_host=0, keepalive_timeout=60),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout_s,
+                connector=aiohttp.TCPConnector(limit=self.pool_size, limit_per_host=0, keepalive_timeout=60),
+                timeout=aiohttp.ClientTimeout(total=None, connect=self.connect_timeout_s + self.pool_wait_s,
+                                              sock_connect=self.connect_timeout_s,
                                               sock_read=self.first_byte_timeout_s),
-                trust_env=False, auto_decompress=True, raise_for_status=False)
+                # auto_decompress off: aiohttp's decoder inflates all it holds when a connection closes, so an
+                # abandoned gzip bomb would still be inflated (measured: 70-180 ms steps of the event loop).
+                trust_env=False, auto_decompress=False, raise_for_status=False)
         return self._session
 
     async def post(self, endpoint: Endpoint, payload: bytes) -> tuple[int, bytes]:
-        async with self.session.post(endpoint.url, data=payload, headers=endpoint.headers) as response:
-            return response.status, await response.read()
+        """Status and body; a non-200 body is cut to its first 64 KiB (only its message is read)."""
+        async with self.session.post(endpoint.url, data=payload, headers=endpoint.headers,
+                                     allow_redirects=False) as response:
+            try:
+                if response.status != 200:
+                    body = await read_capped(response, 65536, refuse=False)
+                    response.close()  # its unread rest is not read (a release would drain it for reuse)
+                    return response.status, body
+                return response.status, await read_capped(response, self.max_response_bytes)
+            except BaseException:
+                response.close()  # likewise: a body refused, a deadline passed, a caller gone
+                raise
 
     async def open(self, endpoint: Endpoint, payload: bytes) -> Any:
         """A streaming response, headers read, body not: the caller reads `lines(response)` and closes it."""
-        return await self.session.post(endpoint.url, data=payload, headers=endpoint.headers)
+        return await self.session.post(endpoint.url, data=payload, headers=endpoint.headers, allow_redirects=False)
 
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-
-async def lines(response: Any) -> AsyncIterator[str]:
-    """The lines of a streaming body, however long (aiohttp's own line reader refuses lines over 128 KiB: a large
-    tool call's arguments can be one)."""
-    pending = b""
-    async for chunk in response.content.iter_any():
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
-            yield line.rstrip(b"\r").decode("utf-8", "replace")
-    if pending:
-        yield pending.decode("utf-8", "replace")

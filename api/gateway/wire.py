@@ -114,7 +114,7 @@ def answer_body(content: bytes, model: str) -> tuple[bytes, dict[str, Any]] | No
         data = msgspec.json.decode(content)
     except msgspec.DecodeError:
         return None
-    if not isinstance(data, dict) or "choices" not in data:
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
         return None
     data["model"] = model
     return msgspec.json.encode(data), data

@@ -3,10 +3,12 @@ pointed at the in-process fake (tests/support/fakes/openai_server.py), called wi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
+from storage import analytics
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.service import LocalApi, running_api
 
@@ -52,3 +54,14 @@ def oai(gateway_api: LocalApi):
     with openai.OpenAI(base_url=f"{gateway_api.base}/v1", api_key=gateway_api.key, max_retries=0,
                        timeout=30) as c:
         yield c
+
+
+def rows(api: LocalApi, sql: str, expected: int) -> list[tuple]:
+    """The rows of an analyst query once the server has flushed them (it flushes every 0.2 s here)."""
+    deadline = time.monotonic() + 30
+    while True:
+        with analytics.connect(api.data_dir) as conn:
+            found = conn.execute(sql).fetchall()
+        if len(found) >= expected or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)

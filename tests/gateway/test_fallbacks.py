@@ -10,8 +10,7 @@ import httpx
 import openai
 import pytest
 
-from storage import analytics
-from tests.gateway.conftest import MAX_ATTEMPTS
+from tests.gateway.conftest import MAX_ATTEMPTS, rows
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.service import LocalApi
 
@@ -110,17 +109,6 @@ def test_a_first_choice_failing_30_percent_of_calls_costs_the_caller_no_error(oa
         models.append(oai.chat.completions.create(model="switchboard", messages=ASK, extra_body=CHEAP_FIRST).model)
         upstream.failing.discard(FIRST)
     assert models.count(f"openai/{SECOND}") == 3 and models.count(f"openai/{FIRST}") == 7
-
-
-def rows(api: LocalApi, sql: str, expected: int) -> list[tuple]:
-    """The rows of an analyst query once the server has flushed them (it flushes every 0.2 s here)."""
-    deadline = time.monotonic() + 30
-    while True:
-        with analytics.connect(api.data_dir) as conn:
-            found = conn.execute(sql).fetchall()
-        if len(found) >= expected or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
 
 
 def test_every_attempt_and_the_outcome_are_recorded_beside_the_decision(oai: openai.OpenAI, upstream: FakeOpenAI,
