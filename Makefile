@@ -16,7 +16,7 @@ UV     := $(BIN)/uv
 UV_VERSION := 0.13.8
 UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
 
-.PHONY: install install-test browser serve test test-fast check-pythons lock bench-latency clean
+.PHONY: install install-test browser prometheus serve test test-fast check-pythons lock bench-latency clean
 
 install: $(STAMP_SERVE)
 
@@ -47,7 +47,7 @@ serve: install
 	$(BIN)/switchboard serve
 
 # The full suite CI runs (.ci/run): unit tests, flow tests, and end-to-end runs of the real service.
-test: install-test browser
+test: install-test browser prometheus
 	$(BIN)/python -m pytest
 
 # Headless Chromium for the Prefect UI's login test (tests/e2e/test_prefect_ui_login.py): Debian's package, installed
@@ -56,6 +56,13 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "note: chromium is not installed; the Prefect UI browser test will be skipped"
+
+# A real Prometheus server for the metrics test (tests/e2e/test_prometheus.py scrapes `serve` with it): Debian's
+# package, installed when missing and this runs as root with apt-get (CI); elsewhere the test skips and says why.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; } \
+	  || echo "note: prometheus is not installed; the Prometheus scrape test will be skipped"
 
 # Unit and flow tests only (no end-to-end service runs): a few minutes, for the edit-test loop.
 test-fast: install-test

@@ -15,8 +15,9 @@ from api.auth import SECURITY_SCHEMES, current_user
 from api.body_guard import BodyReadGuard
 from api.controllers.feedback import report_feedback
 from api.controllers.gateway import chat_completions, list_routing_models
-from api.controllers.health import ready
+from api.controllers.health import health, ready
 from api.controllers.internal import OWNER_ROUTES
+from api.controllers.metrics import metrics
 from api.controllers.model_select import model_select
 from api.controllers.models import list_models
 from api.controllers.onboarding import ONBOARDING_ROUTES
@@ -27,6 +28,8 @@ from api.dependencies import component
 from api.error_responses import EXCEPTION_HANDLERS
 from api.errors import NotFound
 from api.logging_setup import logging_config
+from api.observability import hooks
+from api.observability.middleware import TelemetryMiddleware
 from api.request_body import SafeJsonRequest
 from api.request_id import RequestIdMiddleware
 from api.settings import Settings, get_settings
@@ -41,6 +44,13 @@ log = logging.getLogger("switchboard.api")
 def create_app(settings: Settings | None = None, *, publish_owner: bool = True) -> Litestar:
     settings = settings or get_settings()
     owner_box: dict[str, OwnerEndpoint] = {}
+    tracing = None
+    if settings.tracing:
+        # lazy: OpenTelemetry loads only where OTEL_* variables ask for traces (api/observability/tracing.py)
+        from api.observability.tracing import Tracing
+
+        tracing = Tracing()
+    hooks.configure(settings.metrics_enabled, tracing)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -51,6 +61,8 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         # With SWITCHBOARD_DATABASE_URL every worker connects to PostgreSQL itself and no process owns anything.
         store = owner.open_store(settings.db_path, settings.run_dir, wait_for_owner_s=10.0,
                                  database_url=settings.database_url)
+        if settings.metrics_enabled:
+            hooks.observe_store(store)
         owns_store = store.owns_file
         services = build_services(settings, store)
         app.state.services = services  # controllers take their components from here (api/dependencies.py)
@@ -72,6 +84,8 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
             services.gateway.close()
             services.sessions.close()  # flush buffered sessions and feedback before the process ends
             store.close()
+            if tracing is not None:
+                tracing.shutdown()
 
     def provide_owner() -> OwnerEndpoint:
         if "owner" not in owner_box:
@@ -82,17 +96,18 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     # own size is checked exactly (413 naming the limit) by the training service.
     train_custom_router.request_max_body_size = settings.upload_max_bytes + 256 * 1024
     app = Litestar(
-        route_handlers=[ready, list_models, PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
+        route_handlers=[ready, health, *([metrics] if settings.metrics_enabled else []), list_models,
+                        PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
                         train_custom_router, PromptOptimizationController, chat_completions, list_routing_models,
                         *ONBOARDING_ROUTES],
         lifespan=[lifespan],
         dependencies={"owner": Provide(provide_owner, sync_to_thread=False),
                       "readiness": component("readiness"),
-                      "user": Provide(current_user)},
+                      "user": Provide(current_user if tracing is None else hooks.traced_auth(current_user))},
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         request_max_body_size=settings.max_body_bytes,
-        request_class=SafeJsonRequest,
-        logging_config=logging_config(),  # undecodable JSON (too deep, not UTF-8) is a 422, not a 500
+        request_class=SafeJsonRequest,  # undecodable JSON (too deep, not UTF-8) is a 422, not a 500
+        logging_config=logging_config(settings.log_level, settings.log_format),
         openapi_config=OpenAPIConfig(
             title="switchboard", version="0.1.0",
             description="LLM routing and prompt optimization (Not Diamond-compatible /v2 interface)",
@@ -103,5 +118,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     # is bounded in time (api/body_guard.py).
     guarded = BodyReadGuard(app.asgi_handler, idle_timeout_s=settings.http_body_idle_timeout_s,
                             total_timeout_s=settings.http_body_timeout_s)
-    app.asgi_handler = RequestIdMiddleware(guarded)
+    # Telemetry inside the request id (its access line and span carry it), around everything else.
+    observed = TelemetryMiddleware(guarded, metrics=settings.metrics_enabled, tracing=tracing)
+    app.asgi_handler = RequestIdMiddleware(observed)
     return app

@@ -16,6 +16,7 @@ from litestar.exceptions import (
 )
 
 from api.errors import ApiError
+from api.observability.exchange import note_error
 from storage.errors import DatabaseUnavailable
 from api.request_id import request_id_of
 from api.schemas.common import (
@@ -73,6 +74,7 @@ def openai_shaped(request: Request) -> bool:
 
 def envelope(request: Request, status: int, code: str, type_: str, message: str,
              details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Response:
+    note_error(code)  # the access line and the refusal counters name it
     if openai_shaped(request):
         # {"error": {message, type, param, code}} as OpenAI's clients read it; request_id and details ride along.
         error = {"message": _clip(message, MAX_MESSAGE_CHARS), "type": type_, "param": None, "code": code.lower(),

@@ -54,4 +54,5 @@ def create_owner_app() -> Litestar:
     return Litestar(route_handlers=OWNER_ROUTES, lifespan=[lifespan],
                     dependencies={"owner": Provide(provide_owner, sync_to_thread=False)},
                     exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-                    openapi_config=None, debug=False, logging_config=logging_config())
+                    openapi_config=None, debug=False,
+                    logging_config=logging_config(settings.log_level, settings.log_format))

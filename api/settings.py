@@ -42,6 +42,23 @@ def _networks(name: str) -> tuple[str, ...]:
     return entries
 
 
+def _choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
+    raw = (os.environ.get(name) or default).strip()
+    value = raw.upper() if default.isupper() else raw.lower()
+    if value not in allowed:
+        raise SystemExit(f"{name} must be one of {', '.join(allowed)}, got {raw!r}")
+    return value
+
+
+def _tracing_configured() -> bool:
+    """The OTEL_* variables ask for traces: an OTLP endpoint named, the SDK not disabled, the exporter not `none`."""
+    env = os.environ
+    if env.get("OTEL_SDK_DISABLED", "").lower() == "true" or env.get("OTEL_TRACES_EXPORTER", "").lower() == "none":
+        return False
+    return bool(env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                or env.get("OTEL_TRACES_EXPORTER", "").lower() == "otlp")
+
+
 def _path(name: str) -> Path | None:
     raw = os.environ.get(name)
     return Path(raw).expanduser() if raw else None
@@ -152,6 +169,14 @@ class Settings:
     gateway_max_per_upstream: int = 256
     gateway_max_per_key: int = 64
     gateway_pool_wait_s: float = 2.0
+    # Operators' telemetry (docs/operations.md): GET /metrics (on unless SWITCHBOARD_METRICS=0) and the bearer token
+    # it then requires, if any; the log's level and format (text or json); traces when OTEL_* variables name an
+    # OTLP endpoint (api/observability/tracing.py).
+    metrics_enabled: bool = True
+    metrics_token: str | None = None
+    log_level: str = "INFO"
+    log_format: str = "text"
+    tracing: bool = False
 
     @property
     def layout(self) -> DataDir:
@@ -360,6 +385,11 @@ def get_settings() -> Settings:
         gateway_max_per_upstream=max(1, _int("SWITCHBOARD_GATEWAY_MAX_PER_UPSTREAM", 256)),
         gateway_max_per_key=max(1, _int("SWITCHBOARD_GATEWAY_MAX_PER_KEY", 64)),
         gateway_pool_wait_s=max(0.0, _float("SWITCHBOARD_GATEWAY_POOL_WAIT_S", 2.0)),
+        metrics_enabled=os.environ.get("SWITCHBOARD_METRICS", "1").strip().lower() not in ("0", "false", "off", "no"),
+        metrics_token=os.environ.get("SWITCHBOARD_METRICS_TOKEN") or None,
+        log_level=_choice("SWITCHBOARD_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR")),
+        log_format=_choice("SWITCHBOARD_LOG_FORMAT", "text", ("text", "json")),
+        tracing=_tracing_configured(),
     )
 
 

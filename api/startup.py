@@ -18,6 +18,7 @@ from api.gateway.service import GatewayService
 from api.launcher import PrefectLauncher
 from api.model_figures.live import CurrentRouter, LiveFigures
 from api.model_figures.onboarding import OnboardingService
+from api.observability import hooks
 from api.preferences import PreferenceService
 from api.prompt_optimization.service import PromptOptimizationService
 from api.rate_limit import JOBS, KEY_LOOKUP, SELECT, Limit, RateLimiter
@@ -62,11 +63,15 @@ def build_services(settings: Settings, store: Store) -> Services:
                                  dial, sticky_margin=settings.gateway_sticky_margin,
                                  learned=LearnedCorrections(store, router.featurizer.version).attach(),
                                  figures=figures)
+    if settings.metrics_enabled or settings.tracing:
+        hooks.observe_decisions(selection)
     feedback = FeedbackService(sessions, memory, selection)
     feedback.rebuild()
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
         feedback.follow_other_workers(settings.session_flush_seconds)
-    gateway = GatewayService(selection, CallLog(settings.events_dir, settings.session_flush_seconds).start(),
+    calls = CallLog(settings.events_dir, settings.session_flush_seconds).start()
+    hooks.observe_calls(calls)
+    gateway = GatewayService(selection, calls,
                              store.preferences, settings,
                              JudgeSampler(settings.events_dir, settings.session_flush_seconds).start())
     runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))

@@ -25,7 +25,8 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from multiprocessing.connection import Connection
 from typing import TypeVar
 
@@ -108,6 +109,19 @@ def serve_upstream(delay_s: float, pipe: Connection) -> None:
     fake.stop()
 
 
+@contextmanager
+def upstream_process(delay_s: float) -> Iterator[str]:
+    """The fake upstream (serve_upstream) in a process of its own, for as long as the block runs; yields its URL."""
+    ours, theirs = multiprocessing.Pipe()
+    upstream = multiprocessing.get_context("spawn").Process(target=serve_upstream, args=(delay_s, theirs))
+    upstream.start()
+    try:
+        yield ours.recv()
+    finally:
+        ours.send("stop")
+        upstream.join(timeout=10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=8)
@@ -117,10 +131,8 @@ def main() -> None:
     args = parser.parse_args()
     per_client = max(1, args.requests // args.clients)
 
-    ours, theirs = multiprocessing.Pipe()
-    upstream = multiprocessing.get_context("spawn").Process(target=serve_upstream, args=(args.delay_ms / 1000, theirs))
-    upstream.start()
-    base_url = ours.recv()
+    stack = ExitStack()
+    base_url = stack.enter_context(upstream_process(args.delay_ms / 1000))
     direct = (f"{base_url}/chat/completions", {"model": "gpt-4o-mini", "messages": PROMPT}, {})
     env = {"SWITCHBOARD_LLM_API_BASE": base_url, "SWITCHBOARD_LLM_API_KEY": "sk-bench-0123456789"}
     with running_api(env) as api:
@@ -149,8 +161,7 @@ def main() -> None:
                "routed, streamed": ("POST", paths["routed"][0], {**paths["routed"][1], "stream": True},
                                     api.headers)}
         cpu_ms = {name: cpu_per_request_ms(api.pid, *case, n=args.requests) for name, case in cpu.items()}
-    ours.send("stop")
-    upstream.join(timeout=10)
+    stack.close()
 
     figures = {name: np.concatenate(parts) for name, parts in results.items()}
     print(f"gateway overhead: {args.clients} clients, upstream delay {args.delay_ms:.0f} ms, "

@@ -19,6 +19,7 @@ from prefect import flow, get_run_logger, task
 from api.public_errors import public_state_message
 from api.settings import get_settings
 from flows import prefect_api
+from flows.run_metrics import FINAL_STATE_HOOKS
 from flows.storage_access import connect
 from storage.event_schemas import BY_TABLE
 from storage.retention import remove_inside
@@ -77,7 +78,8 @@ def checkpoint_database() -> None:
     connect().maintenance.checkpoint()
 
 
-@flow(name="housekeeping", flow_run_name=lambda: f"housekeeping {datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
+@flow(name="housekeeping", **FINAL_STATE_HOOKS,
+      flow_run_name=lambda: f"housekeeping {datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
       log_prints=True)
 async def housekeeping(keep_router_versions: int = 3, dataset_grace_days: int = 7) -> dict[str, int]:
     """`keep_router_versions`: router versions kept per preference, the live one included (older ones can be

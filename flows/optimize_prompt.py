@@ -36,6 +36,7 @@ from flows.prompt_opt.never_worse import choose, copied_examples
 from flows.prompt_opt.program import to_program, to_prompt
 from flows.prompt_opt.usage import Ledger
 from flows.prompt_opt.work import RunContext, RunSpec, evaluate, optimize
+from flows.run_metrics import FINAL_STATE_HOOKS
 from flows.storage_access import connect
 from storage import events
 from storage.optimization_records import ORIGIN, ModelResult
@@ -206,7 +207,8 @@ def _already_closed(run_id: str, run) -> dict[str, Any] | State:
     return summary
 
 
-@flow(name="optimize-prompt", flow_run_name="optimize-prompt {run_id}")
+@flow(name="optimize-prompt", **FINAL_STATE_HOOKS,
+      flow_run_name="optimize-prompt {run_id}")
 def optimize_prompt(run_id: str) -> dict[str, Any] | State:
     logging.getLogger("dspy").setLevel(logging.WARNING)  # GEPA logs every candidate at INFO
     store, log = connect(), get_run_logger()

@@ -41,6 +41,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 from api.public_errors import public_reason  # noqa: E402
 from api.settings import get_settings  # noqa: E402
 from flows.custom_router import calibration, pipeline, training  # noqa: E402
+from flows.run_metrics import FINAL_STATE_HOOKS  # noqa: E402
 from flows.storage_access import connect  # noqa: E402
 
 
@@ -124,7 +125,8 @@ def record_run(preference_id: str, router_id: str | None, report: dict, seconds:
            f"({s['cv_gain_points']:+.2f} points over the best single model).")))
 
 
-@flow(name="train-custom-router", flow_run_name="train-custom-router {job_id} (preference {preference_id})",
+@flow(name="train-custom-router", **FINAL_STATE_HOOKS,
+      flow_run_name="train-custom-router {job_id} (preference {preference_id})",
       log_prints=True)
 def train_custom_router(job_id: str, preference_id: str, dataset_path: str, language: str, maximize: bool,
                         models: list[dict[str, Any]]) -> dict:

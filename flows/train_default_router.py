@@ -22,6 +22,7 @@ from api.routing.features import FeatureVersionMismatch
 from flows.artefacts import equivalent
 from flows.default_router.reproduction import compare
 from flows.default_router.train import train_default_router
+from flows.run_metrics import FINAL_STATE_HOOKS
 
 # The public RouteLLM data sits beside a checkout (../shared/data); runs elsewhere pass data_dir.
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "routellm"
@@ -79,7 +80,8 @@ def promote(staging: Path, artefact_dir: Path, publish: bool) -> dict:
             "reproduction": reproduction}
 
 
-@flow(name="train-default-router", flow_run_name="train-default-router seed={seed} publish={publish}",
+@flow(name="train-default-router", **FINAL_STATE_HOOKS,
+      flow_run_name="train-default-router seed={seed} publish={publish}",
       log_prints=True)
 def train_default_router_flow(data_dir: str = str(DEFAULT_DATA), artefact_dir: str = str(DEFAULT_ARTEFACT),
                               seed: int = 0, publish: bool = False, rebuild_encoder: bool = False,

@@ -12,6 +12,7 @@ from api.cli.models import add_models_commands
 from api.cli.ports import Listener, refuse_if_in_use
 from api.cli.store_access import cli_store as _store
 from api.cli.supervisor import api_argv, api_listener, serve, store_owner_argv
+from api.observability.metrics_dir import fresh_metrics_env
 from api.settings import STORE_PORT, check_data_dir, get_settings
 from storage.errors import StoreError
 from storage.owner import live_owner
@@ -56,6 +57,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     host, port = args.host or settings.host, args.port or settings.port
     refuse_if_in_use(api_listener(host, port))  # granian would share it (SO_REUSEPORT): api/cli/ports.py
     os.environ["SWITCHBOARD_HOST"], os.environ["SWITCHBOARD_PORT"] = host, str(port)
+    os.environ.update(fresh_metrics_env(settings.run_dir))  # the workers' metrics, added up by GET /metrics
     argv = api_argv(host, port, args.workers, settings)
     os.execv(argv[0], argv)
     return 0  # not reached

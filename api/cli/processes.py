@@ -98,6 +98,8 @@ class Supervisor:
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     children: list[Child] = field(default_factory=list)
     stopping: bool = False
+    # For the API and the flow runner only (not Prefect's server): where their metrics meet (GET /metrics)
+    metrics_env: dict[str, str] = field(default_factory=dict)
 
     def spawn(self, name: str, argv: list[str], log_file: Path | None = None,
               extra_env: dict[str, str] | None = None, listener: Listener | None = None) -> Child:

@@ -23,6 +23,7 @@ from api.cli.http_options import connection_args
 from api.cli.ports import Listener, refuse_if_in_use
 from api.cli.processes import Supervisor, free_port, say
 from api.cli.restarts import ChildRestarts
+from api.observability.metrics_dir import fresh_metrics_env
 from api.parent_watch import SUPERVISOR_PID_ENV
 from api.restart_rule import apply_restart_rule
 from api.settings import Settings, basic_auth, get_settings
@@ -139,7 +140,8 @@ def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
     listener = api_listener(host, port)
     # granian binds with SO_REUSEPORT: on a port in use it would share it with the other listener, silently
     refuse_if_in_use(listener, RESTART_PORT_WAIT_S)
-    child = sup.spawn("API", api_argv(host, port, workers, sup.settings), listener=listener)
+    child = sup.spawn("API", api_argv(host, port, workers, sup.settings), listener=listener,
+                      extra_env=sup.metrics_env)
     url = owner.reachable_url(host, port)
     sup.wait_healthy(child, f"{url}/internal/health", timeout=60)
     say(f"API: {url}  (OpenAPI: /schema, /schema/openapi.json)")
@@ -155,7 +157,7 @@ def launch_runner(sup: Supervisor, logs: Path) -> Waiter:
     sup.env.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "1")
     settle = {} if sup.settings.prefect_api_url else {SETTLE_ORPHANS_ENV: "1"}
     child = sup.spawn("flow runner", [sys.executable, "-m", "flows.runner"], logs / "flow-runner.log",
-                      extra_env=settle)
+                      extra_env={**settle, **sup.metrics_env})
 
     def ready() -> None:
         # Ready once its deployments are registered: the API starts after, so its first job always finds them.
@@ -196,6 +198,9 @@ def serve(settings: Settings, host: str, port: int) -> int:
     sup = Supervisor(settings)
     sup.env["SWITCHBOARD_DATA_DIR"] = str(settings.data_dir)
     sup.env[SUPERVISOR_PID_ENV] = str(os.getpid())  # the runner ends itself once this process is gone
+    # The API's workers and the runner's flow runs add their metrics up in run/metrics/ (GET /metrics); not in
+    # sup.env, so that Prefect's server does not write its own there.
+    sup.metrics_env = fresh_metrics_env(settings.run_dir)
 
     def request_stop(signum: int, _frame: object) -> None:
         sup.stopping = True

@@ -24,6 +24,7 @@ from api.gateway.redaction import Scrubber
 from api.gateway.relay import first_data, relay, upstream_error, well_formed
 from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport,
                                   not_configured_message)
+from api.observability import hooks as telemetry
 from api.schemas.model_select import LLMProvider
 from api.selection.candidates import ResolvedCandidate
 from api.selection.service import SelectionService
@@ -174,8 +175,10 @@ class GatewayService:
                     break  # SWITCHBOARD_GATEWAY_REQUEST_TOTAL_TIMEOUT_S: no time left for another candidate
                 payload = wire.forwarded(body, candidate.candidate.model, stream)
                 began, in_flight = call.begin_attempt(), candidate.candidate.key
+                ep = telemetry.attempt_began(candidate, ep)  # metrics, the attempt's span and its traceparent
                 deadline = min(loop.time() + self.attempt_total_s, request_deadline)
                 outcome = await self._attempt(ep, payload, candidate, call, stream, want_usage, deadline)
+                telemetry.attempt_ended(outcome.outcome if isinstance(outcome, Failure) else "ok", stream)
                 if not isinstance(outcome, Failure):
                     call.attempt(candidate.candidate.key, "ok", began)
                     # recorded once the answer is sent (the controller's background task); a stream, when it ends

@@ -147,6 +147,7 @@ class Selection:
     # Candidates the default router has no figures for (api/model_figures/live.py), by key: the response header
     # x-switchboard-no-evidence names them, and they may be onboarded (api/model_figures/onboarding.py).
     no_evidence: tuple[str, ...] = ()
+    router: str = "default"  # which kind of router ranked them: default or custom (metrics' label)
 
 
 class SelectionService:
@@ -317,7 +318,8 @@ class SelectionService:
                          tuple(decision.utility[ranking].tolist()),
                          prompt_tokens, opts.hash_content, sticky=kept is not None,
                          no_evidence=self.figures.no_evidence(default, plain) if self.figures is not None and router is default
-                         else ())
+                         else (),
+                         router="default" if custom is None else "custom")
 
     def embedding(self, features: QueryFeatures) -> np.ndarray:
         """The text-embedding part of the feature vector: what personalisation compares queries by."""

@@ -23,6 +23,7 @@ from api.selection.learned import Correction, parse
 from api.settings import get_settings
 from flows.learning.learn import Outcome, learn
 from flows.learning.table import Evidence, label_counts, load_evidence
+from flows.run_metrics import FINAL_STATE_HOOKS
 from flows.storage_access import connect
 
 
@@ -89,7 +90,8 @@ def publish_artifacts(preference_id: str, version_id: str, outcome: Outcome) -> 
         f"fitted on {e['trained_on']}; the challenger changes {100 * e['changed_decisions']:.1f} % of decisions."))
 
 
-@flow(name="learn-from-traffic", log_prints=True,
+@flow(name="learn-from-traffic", **FINAL_STATE_HOOKS,
+      log_prints=True,
       flow_run_name=lambda: f"learn-from-traffic {datetime.now(timezone.utc):%Y-%m-%d %H:%M}")
 def learn_from_traffic(preference_id: str | None = None, min_new_labels: int | None = None) -> dict[str, str]:
     """`preference_id`: only that preference (else every one that is due). `min_new_labels`: labels a preference

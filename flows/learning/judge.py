@@ -21,6 +21,7 @@ from prefect.cache_policies import NO_CACHE
 
 from api.settings import get_settings
 from flows.learning.judge_grading import JUDGE_TASK, SHADOW_TASK, grade, today_utc, usage_run_id
+from flows.run_metrics import FINAL_STATE_HOOKS
 from flows.storage_access import connect
 
 UNJUDGED_SQL = """
@@ -119,7 +120,8 @@ def grade_samples(preference_id: str, samples: list[dict[str, Any]]) -> dict[str
             "spent_usd": ledger.total, "spent_today_usd": before + ledger.total, "judge_model": judge_model}
 
 
-@flow(name="judge-traffic", log_prints=True,
+@flow(name="judge-traffic", **FINAL_STATE_HOOKS,
+      log_prints=True,
       flow_run_name=lambda: f"judge-traffic {datetime.now(timezone.utc):%Y-%m-%d %H:%M}")
 def judge_traffic(preference_id: str | None = None, batch: int | None = None) -> dict[str, dict[str, Any]]:
     """`preference_id`: only that preference's samples (else every one's). `batch`: samples per preference at most

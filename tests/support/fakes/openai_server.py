@@ -68,6 +68,7 @@ class FakeOpenAI:
         self._cycle_calls: Counter = Counter()
         self.bodies: list[dict[str, Any]] = []
         self.keys: list[tuple[str, str | None]] = []  # (model, Authorization header) of every request
+        self.traceparents: list[tuple[str, str | None]] = []  # (model, traceparent header): trace propagation
         self.call_times: list[tuple[str, float]] = []  # (model, monotonic arrival), for backoff checks
         self.delay_s = delay_s
         self.calls: list[tuple[str, str]] = []  # (model, role)
@@ -97,6 +98,7 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 with fake._lock:
                     fake.keys.append((str(body.get("model", "")), self.headers.get("authorization")))
+                    fake.traceparents.append((str(body.get("model", "")), self.headers.get("traceparent")))
                 status, payload = fake.respond(body)
                 if status == 200 and body.get("stream"):
                     fake.stream(self, body, payload)
