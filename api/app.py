@@ -15,6 +15,7 @@ from api.auth import SECURITY_SCHEMES, current_user
 from api.body_guard import BodyReadGuard
 from api.controllers.feedback import report_feedback
 from api.controllers.gateway import chat_completions, list_routing_models
+from api.controllers.messages import create_message
 from api.controllers.health import health, ready
 from api.controllers.internal import OWNER_ROUTES
 from api.controllers.metrics import metrics
@@ -98,7 +99,8 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     app = Litestar(
         route_handlers=[ready, health, *([metrics] if settings.metrics_enabled else []), list_models,
                         PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
-                        train_custom_router, PromptOptimizationController, chat_completions, list_routing_models,
+                        train_custom_router, PromptOptimizationController, chat_completions, create_message,
+                        list_routing_models,
                         *ONBOARDING_ROUTES],
         lifespan=[lifespan],
         dependencies={"owner": Provide(provide_owner, sync_to_thread=False),
