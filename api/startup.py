@@ -80,7 +80,7 @@ def build_services(settings: Settings, store: Store) -> Services:
         authenticator=Authenticator(store.accounts, AuthCache(settings.auth_cache_seconds), rate_limiter(settings),
                                     trusted_proxies=parse_networks(settings.trusted_proxies)).attach(store),
         selection=selection, feedback=feedback, sessions=sessions,
-        preferences=PreferenceService(store.preferences, store.routers, settings.layout),
+        preferences=PreferenceService(store.preferences, store.routers, settings.layout, store.learning),
         custom_routers=registry, router_training=training, prompt_optimization=runs,
         readiness=Readiness(store, settings.prefect_api_url, settings.prefect_auth_string), gateway=gateway,
         figures=figures, onboarding=OnboardingService(store, catalogue, settings, PrefectLauncher("onboarding"),

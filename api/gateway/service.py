@@ -143,6 +143,10 @@ class GatewayService:
                     else await anyio.to_thread.run_sync(self.selection.preference, user, goal.preference_id))
             call.preference = pref
             stored = pref.llm_providers if pref is not None and req.llm_providers is None else None
+            if pref is not None and req.llm_providers is None and not stored and pref.has_custom_router:
+                # no candidates named or stored: those its custom router was trained on (raises while it trains)
+                router = self.selection.custom_routers.for_preference(pref)
+                stored = list(getattr(router, "models", ())) or None
         sreq = wire.selection_request(req, goal, stored)
         # A conversation sent whole, with no previous_session, is recognised by its earlier turns' digest.
         previous = None if req.previous_session else self.calls.continued(req.messages, user.user_id)
