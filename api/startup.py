@@ -15,6 +15,7 @@ from api.custom_router.startup import custom_router_services
 from api.gateway.calls import CallLog
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.service import GatewayService
+from api import deployments
 from api.launcher import PrefectLauncher
 from api.model_figures.live import CurrentRouter, LiveFigures
 from api.model_figures.onboarding import OnboardingService
@@ -35,7 +36,7 @@ from api.selection.preference_cache import PreferenceCache
 from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
 from api.services import Services
-from api.settings import Settings
+from api.settings import OptimizeSettings, Settings
 from storage import owner
 from storage.interfaces import Store
 
@@ -56,6 +57,8 @@ def build_services(settings: Settings, store: Store) -> Services:
     sessions = SessionLog(settings.events_dir, settings.session_flush_seconds).start()
     memory = FeedbackMemory()
     catalogue = load_catalogue()
+    # which source configures each provider (never a key); a broken deployments file stops the start here
+    deployments.log_sources(sorted(catalogue.providers()), settings.optimize or OptimizeSettings())
     registry, training = custom_router_services(settings, store, catalogue, router.featurizer)
     preference_cache = PreferenceCache(store, settings.preference_cache_seconds).attach()
     dial = TrafficDial(pool_scorer(CurrentRouter(figures), router.featurizer)).start()
