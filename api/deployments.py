@@ -114,20 +114,17 @@ def _file(path: str, mtime_ns: int) -> DeploymentsFile:
     return load(path)
 
 
-def current() -> DeploymentsFile:
-    """The file SWITCHBOARD_DEPLOYMENTS names (read again when it changes), or none."""
-    path = os.environ.get(DEPLOYMENTS_ENV)
-    if not path:
-        return DeploymentsFile(models={})
-    try:
-        mtime = os.stat(path).st_mtime_ns
-    except OSError:
-        mtime = -1  # load() names the problem
-    return _file(path, mtime)
-
-
 def named(name: str) -> ModelSpec | None:
     return current().models.get(name)
+
+
+# A file's model the catalogue lacks, with no figures in the file: free, a mid-size window, 1 s.
+FIGURE_DEFAULTS = {"context_length": 32768, "input_price": 0.0, "output_price": 0.0, "latency": 1.0}
+
+
+def figures(spec: ModelSpec) -> dict[str, float]:
+    """A named model's context length, prices (USD per million tokens) and latency: the file's, else the defaults."""
+    return {f: getattr(spec, f) if getattr(spec, f) is not None else default for f, default in FIGURE_DEFAULTS.items()}
 
 
 def usual_key_variables(provider: str) -> tuple[str, ...]:
@@ -145,32 +142,49 @@ def _setting_source(provider: str, settings: OptimizeSettings, role: str | None,
             else f"SWITCHBOARD_LLM_API_{what}")
 
 
+def _file_key() -> tuple[str, int] | None:
+    path = os.environ.get(DEPLOYMENTS_ENV)
+    if not path:
+        return None
+    try:
+        return path, os.stat(path).st_mtime_ns
+    except OSError:
+        return path, -1  # load() names the problem
+
+
+def current() -> DeploymentsFile:
+    """The file SWITCHBOARD_DEPLOYMENTS names (read again when it changes), or none."""
+    key = _file_key()
+    return DeploymentsFile(models={}) if key is None else _file(*key)
+
+
 def routes(provider: str, model: str, settings: OptimizeSettings, role: str | None = None) -> tuple[Route, ...]:
     """Every route to provider/model, in the order above; empty when nothing configures it."""
-    return _routes(provider, model, settings, role, os.environ.get(DEPLOYMENTS_ENV))
+    found = _configured(provider, model, settings, role, _file_key())
+    if found:
+        return found
+    usual = next((name for name in usual_key_variables(provider) if os.environ.get(name)), None)
+    base = DEFAULT_BASES.get(provider)
+    if usual is None or base is None:
+        return ()
+    return (Route(provider, base, os.environ[usual], model, 1.0, usual),)
 
 
-@functools.lru_cache(maxsize=8192)  # the gateway asks per attempt: the answer changes only with the settings
-def _routes(provider: str, model: str, settings: OptimizeSettings, role: str | None,
-            _file_named: str | None) -> tuple[Route, ...]:
-    spec = named(f"{provider}/{model}")
+@functools.lru_cache(maxsize=8192)  # the gateway asks per attempt: the answer changes only with the settings or file
+def _configured(provider: str, model: str, settings: OptimizeSettings, role: str | None,
+                file_key: tuple[str, int] | None) -> tuple[Route, ...]:
+    spec = None if file_key is None else _file(*file_key).models.get(f"{provider}/{model}")
     if spec is not None:
         return tuple(Route(f"{provider}/{model}#{i}", (d.api_base or DEFAULT_BASES[d.provider or provider]),
                            os.environ.get(d.api_key_env) if d.api_key_env else None, d.model, d.weight, FILE_SOURCE)
                      for i, d in enumerate(spec.deployments))
     base, key = settings.api_base(provider, role), settings.api_key(provider, role)
-    source = _setting_source(provider, settings, role, "BASE") if base else None
-    if key and not base:
-        source = _setting_source(provider, settings, role, "KEY")
-    if not base and not key:
-        usual = next((name for name in usual_key_variables(provider) if os.environ.get(name)), None)
-        if usual is not None:
-            key, source = os.environ[usual], usual
-    if not base:
-        base = DEFAULT_BASES.get(provider) if key else None
-    if not base:
-        return ()
-    return (Route(provider, base, key, model, 1.0, source or "?"),)
+    if base:
+        return (Route(provider, base, key, model, 1.0, _setting_source(provider, settings, role, "BASE")),)
+    if key and provider in DEFAULT_BASES:
+        return (Route(provider, DEFAULT_BASES[provider], key, model, 1.0,
+                      _setting_source(provider, settings, role, "KEY")),)
+    return ()
 
 
 def sources(providers: list[str], settings: OptimizeSettings) -> dict[str, str]:

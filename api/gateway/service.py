@@ -22,7 +22,7 @@ from api.gateway.headers import model_header
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.redaction import Scrubber
 from api.gateway.relay import first_data, relay, upstream_error, well_formed
-from api.deployments import deployment_keys, routes
+from api.deployments import current, deployment_keys, routes
 from api.gateway.balancing import Balancer
 from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport,
                                   not_configured_message)
@@ -341,8 +341,10 @@ class GatewayService:
         return None if vector is None else [float(v) for v in vector]
 
     def model_list(self, user: User) -> bytes:
-        """GET /v1/models: the routing names this key may use, as OpenAI's model list."""
+        """GET /v1/models: what this key may name, as OpenAI's model list: the routing names (its preferences'
+        included), then every model this server can call by name (the deployments file's, api/deployments.py)."""
         names = [wire.ROUTING_NAME] + [f"{wire.ROUTING_NAME}/{p.preference_id}"
                                        for p in self.preferences.for_user(user.user_id)]
+        names += sorted(current().models)
         return msgspec.json.encode({"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "switchboard"} for name in names]})
