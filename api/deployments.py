@@ -90,7 +90,8 @@ def load(path: str | Path) -> DeploymentsFile:
         if path.suffix.lower() == ".toml":
             raw = tomllib.loads(text)
         else:
-            import yaml  # lazy: only servers with a YAML deployments file need it
+            # lazy: only servers with a YAML deployments file need it
+            import yaml
             raw = yaml.safe_load(text)
         parsed = msgspec.convert(raw, DeploymentsFile)
     except (tomllib.TOMLDecodeError, msgspec.ValidationError, ValueError) as exc:
