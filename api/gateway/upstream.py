@@ -96,8 +96,9 @@ class Upstream:
     worker is most of what the gateway adds (docs/benchmarks.md, issue 22).
 
     Redirects are never followed. Bodies are read chunk by chunk, inflated here (api/gateway/bodies.py) and refused
-    past `max_response_bytes`, so a huge or gzip-bomb answer costs at most that much memory and inflating. The pool is `pool_size` connections; api/gateway/admission.py keeps the calls in flight
-    within it, so a call never queues there unbounded."""
+    past `max_response_bytes`, so a huge or gzip-bomb answer costs at most that much memory and inflating. The pool
+    is `pool_size` connections; api/gateway/admission.py keeps the calls in flight within it, so a call never
+    queues there unbounded."""
 
     def __init__(self, connect_timeout_s: float, first_byte_timeout_s: float, max_response_bytes: int = 8 << 20,
                  pool_size: int = 1000, pool_wait_s: float = 2.0) -> None:
@@ -135,7 +136,8 @@ class Upstream:
             try:
                 if response.status != 200:
                     body = await read_capped(response, 65536, refuse=False)
-                    response.close()  # its unread rest is not read (a release would drain it for reuse)
+                    if not response.content.at_eof():
+                        response.close()  # the unread rest is dropped (a release would drain it for reuse)
                     return response.status, body
                 return response.status, await read_capped(response, self.max_response_bytes)
             except BaseException:
