@@ -1,6 +1,7 @@
 """The calls the rest of the API makes into telemetry: the gateway's upstream attempts and finished calls, the routing
 decision, authentication and the store. Configured once per process at start-up (`configure`); with metrics off and
-no tracing each hook returns at its first check."""
+no tracing the gateway's hooks only note what the access line and the overhead header need, and the decision,
+authentication and the store are not wrapped at all (api/app.py, api/startup.py)."""
 
 from __future__ import annotations
 
