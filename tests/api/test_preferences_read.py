@@ -5,6 +5,8 @@ test_preference_custom_router.py.)"""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.api.test_preferences import create
 
 UPDATE = "/v2/preferences/userPreferenceUpdate"
@@ -68,3 +70,18 @@ def test_update_takes_llm_providers_as_objects_like_model_select(client, auth):
     assert client.get(f"/v2/preferences/{pid}", headers=h).json()["llm_providers"][2] == local
     bad = client.put(UPDATE, headers=h, json={"preference_id": pid, "llm_providers": [{"provider": "openai"}]})
     assert bad.status_code == 422 and "model" in bad.text
+
+
+def test_the_official_notdiamond_client_keeps_working(client, auth):
+    from notdiamond import NotDiamond, NotFoundError
+
+    key = auth()["Authorization"].split()[1]
+    nd = NotDiamond(api_key=key, base_url=str(client.base_url), http_client=client, max_retries=0)
+    created = nd.preferences.create(name="nd")
+    updated = nd.preferences.update(preference_id=created.preference_id, name="renamed",
+                                    extra_body={"llm_providers": [{"provider": "openai", "model": "gpt-4o"}]})
+    assert updated is not None
+    assert client.get(f"/v2/preferences/{created.preference_id}", headers=auth()).json()["name"] == "renamed"
+    nd.preferences.delete(created.preference_id)
+    with pytest.raises(NotFoundError):
+        nd.preferences.delete(created.preference_id)
