@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.gateway.conftest import rows
+from tests.gateway.test_stickiness import ROUTING as STICKY_ROUTING
 from tests.support.fakes.openai_server import FakeOpenAI
 from tests.support.service import LocalApi
 
@@ -165,3 +166,20 @@ def test_a_concrete_model_is_proxied_and_images_pass_through(claude: anthropic.A
     assert upstream.bodies[-1]["messages"][0]["content"] == [
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
         {"type": "text", "text": "What is this?"}]
+
+
+def test_a_conversation_stays_on_the_model_that_answered_it(claude: anthropic.Anthropic, upstream: FakeOpenAI) -> None:
+    # The first turn falls back to sticky-b; the next turns, sent whole as Anthropic's clients do (the earlier
+    # answers as content blocks, no previous_session), stay on it once sticky-a (within the margin) is back.
+    upstream.failing.add("sticky-a")
+    conversation: list[dict] = []
+    models = []
+    for text in ("Plan a weekend in Lisbon.", "Add a day trip to Sintra.", "Now make it cheaper."):
+        conversation.append({"role": "user", "content": text})
+        message = claude.messages.create(model="switchboard", max_tokens=64, messages=conversation,
+                                         extra_body=STICKY_ROUTING)
+        upstream.failing.clear()
+        conversation.append({"role": "assistant", "content": [b.model_dump() for b in message.content]})
+        models.append(message.model)
+    assert models == ["acme/sticky-b"] * 3
+    assert [b["model"] for b in upstream.bodies] == ["sticky-a", "sticky-b", "sticky-b", "sticky-b"]
