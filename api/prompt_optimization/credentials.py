@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api.deployments import named, usual_key_variables
+from api.deployments import DEPLOYMENTS_ENV, named, usual_key_variables
 from api.settings import OptimizeSettings, provider_key
 
 TARGET, ORIGIN, JUDGE, REFLECTION = "target model", "origin model", "judge model", "reflection model"
@@ -44,11 +44,13 @@ class Unreachable:
         own, every = self.base_url_settings
         keys = " or ".join(self.key_variables)
         return (f"no credentials for provider {self.provider}, needed by {models}: set {keys}"
-                f", or point {self.provider} at an OpenAI-compatible server with {own} ({every} for every provider)")
+                f", or point {self.provider} at an OpenAI-compatible server with {own} ({every} for every provider)"
+                ", or name the model in the deployments file (SWITCHBOARD_DEPLOYMENTS)")
 
     def details(self) -> dict[str, Any]:
         return {"provider": self.provider, "models": [{"model": name, "role": role} for name, role in self.models],
-                "set_one_of": list(self.key_variables), "or_base_url": list(self.base_url_settings)}
+                "set_one_of": list(self.key_variables), "or_base_url": list(self.base_url_settings),
+                "or_deployments_file": DEPLOYMENTS_ENV}
 
 
 def key_variables(provider: str) -> tuple[str, ...]:
