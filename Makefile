@@ -16,7 +16,7 @@ UV     := $(BIN)/uv
 UV_VERSION := 0.13.8
 UV_STAMP := $(VENV)/.uv-$(UV_VERSION)
 
-.PHONY: install install-test browser prometheus serve test test-fast check-pythons lock bench-latency clean
+.PHONY: install install-test browser prometheus serve test test-fast check-pythons lock bench-latency clean notebooks
 
 install: $(STAMP_SERVE)
 
@@ -63,6 +63,11 @@ prometheus:
 	@command -v prometheus >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; } \
 	  || echo "note: prometheus is not installed; the Prometheus scrape test will be skipped"
+
+# The analysts' notebooks (notebooks/): the test set brings their kernel (ipykernel) and runner (nbclient); this runs
+# each against SWITCHBOARD_DATA_DIR (default ./data) and writes the executed copies to <data dir>/notebooks/.
+notebooks: install-test
+	$(BIN)/python notebooks/execute.py
 
 # Unit and flow tests only (no end-to-end service runs): a few minutes, for the edit-test loop.
 test-fast: install-test

@@ -13,6 +13,7 @@ from litestar.openapi.spec import Components
 
 from api.auth import SECURITY_SCHEMES, current_user
 from api.body_guard import BodyReadGuard
+from api.controllers.admin import AdminController
 from api.controllers.feedback import report_feedback
 from api.controllers.gateway import chat_completions, list_routing_models
 from api.controllers.messages import create_message
@@ -26,6 +27,7 @@ from api.controllers.onboarding import ONBOARDING_ROUTES
 from api.controllers.preferences import PreferenceController
 from api.controllers.prompts import PromptOptimizationController
 from api.controllers.router_training import train_custom_router
+from api.controllers.usage import UsageController
 from api.dependencies import component
 from api.error_responses import EXCEPTION_HANDLERS
 from api.errors import NotFound
@@ -84,6 +86,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
                 owner.withdraw(settings.run_dir)
             await services.gateway.aclose()
             services.gateway.close()
+            services.budget.drain()  # settle the calls that ended before the process does
             services.sessions.close()  # flush buffered sessions and feedback before the process ends
             store.close()
             if tracing is not None:
@@ -102,7 +105,7 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
                         PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
                         train_custom_router, PromptOptimizationController, chat_completions, create_message,
                         list_routing_models,
-                        *ONBOARDING_ROUTES, viewer_asset],
+                        *ONBOARDING_ROUTES, AdminController, UsageController, viewer_asset],
         lifespan=[lifespan],
         dependencies={"owner": Provide(provide_owner, sync_to_thread=False),
                       "readiness": component("readiness"),

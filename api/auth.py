@@ -98,7 +98,8 @@ class Authenticator:
         if user is None:
             raise Unauthorized("invalid or revoked API key")
         if self.rate_limiter is not None:  # after authentication: unknown keys cannot fill the bucket table
-            self.rate_limiter.check(key_hash, self.rate_limiter.class_of(request.route_handler.operation_id))
+            self.rate_limiter.check(key_hash, self.rate_limiter.class_of(request.route_handler.operation_id),
+                                    per_minute=user.rate_limit_per_minute)
         return user
 
     def _refresh(self, key_hash: str) -> None:

@@ -55,10 +55,14 @@ class RateLimiter:
     def class_of(operation_id: object) -> str:
         return SELECT if operation_id in SELECT_OPERATIONS else JOBS
 
-    def check(self, key_hash: str, limit_class: str, now: float | None = None, who: str = "this API key") -> None:
+    def check(self, key_hash: str, limit_class: str, now: float | None = None, who: str = "this API key",
+              per_minute: int | None = None) -> None:
         """Take one token from the bucket of `key_hash` (a key's hash, or a client address) or raise
-        TooManyRequests with Retry-After."""
+        TooManyRequests with Retry-After. `per_minute`: the key's own limit set by an admin (0: none), in place of
+        the class's, with the class's burst at most."""
         limit = self.limits.get(limit_class)
+        if per_minute is not None:
+            limit = Limit(per_minute, min(limit.burst, per_minute) if limit else per_minute) if per_minute else None
         if limit is None:
             return
         now = self.clock() if now is None else now

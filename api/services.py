@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.auth import Authenticator
+from api.budgets import BudgetGate
 from api.custom_router.registry import CustomRouterRegistry
 from api.custom_router.submission import RouterTrainingService
 from api.gateway.service import GatewayService
+from api.key_admin import KeyAdminService
 from api.model_figures.live import LiveFigures
 from api.model_figures.onboarding import OnboardingService
 from api.preferences import PreferenceService
@@ -18,6 +20,7 @@ from api.selection.feedback import FeedbackService
 from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
 from api.settings import Settings
+from api.usage import UsageService
 from storage.interfaces import Store
 
 
@@ -38,3 +41,6 @@ class Services:
     gateway: GatewayService
     figures: LiveFigures  # refreshed and onboarded figures, per organization (api/model_figures/live.py)
     onboarding: OnboardingService
+    budget: BudgetGate
+    key_admin: KeyAdminService
+    usage: UsageService

@@ -180,6 +180,10 @@ class Settings:
     log_level: str = "INFO"
     log_format: str = "text"
     tracing: bool = False
+    # Budgets and keys (docs/operations.md, issue 34): the output tokens a call's reservation assumes when the
+    # request sets no max_tokens (the model's window caps it too), and how long a rotated key keeps working.
+    budget_default_output_tokens: int = 4096
+    key_rotation_grace_s: float = 86_400.0
 
     @property
     def layout(self) -> DataDir:
@@ -394,6 +398,8 @@ def get_settings() -> Settings:
         log_level=_choice("SWITCHBOARD_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR")),
         log_format=_choice("SWITCHBOARD_LOG_FORMAT", "text", ("text", "json")),
         tracing=_tracing_configured(),
+        budget_default_output_tokens=max(1, _int("SWITCHBOARD_BUDGET_DEFAULT_OUTPUT_TOKENS", 4096)),
+        key_rotation_grace_s=max(0.0, _float("SWITCHBOARD_KEY_ROTATION_GRACE_S", 86_400.0)),
     )
 
 

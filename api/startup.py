@@ -8,6 +8,7 @@ import gc
 from threadpoolctl import threadpool_limits
 
 from api.auth import Authenticator
+from api.budgets import BudgetGate
 from api.auth_cache import AuthCache
 from api.client_address import parse_networks
 from api.catalogue import load_catalogue
@@ -35,7 +36,9 @@ from api.selection.personalization import FeedbackMemory
 from api.selection.preference_cache import PreferenceCache
 from api.selection.service import SelectionService
 from api.selection.sessions import SessionLog
+from api.key_admin import KeyAdminService
 from api.services import Services
+from api.usage import UsageService
 from api.settings import OptimizeSettings, Settings
 from storage import owner
 from storage.interfaces import Store
@@ -73,11 +76,12 @@ def build_services(settings: Settings, store: Store) -> Services:
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
         feedback.follow_other_workers(settings.session_flush_seconds)
     calls = CallLog(settings.events_dir, settings.session_flush_seconds).start()
+    budget = BudgetGate(store.budgets, settings.budget_default_output_tokens)
     hooks.observe_calls(calls)
     gateway = GatewayService(selection, calls,
                              store.preferences, settings,
-                             JudgeSampler(settings.events_dir, settings.session_flush_seconds).start())
-    runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"))
+                             JudgeSampler(settings.events_dir, settings.session_flush_seconds).start(), budget)
+    runs = PromptOptimizationService(store, catalogue, settings, PrefectLauncher("prompt-optimization"), budget)
     return Services(
         settings=settings, store=store, rpc_token=owner.new_token(),
         authenticator=Authenticator(store.accounts, AuthCache(settings.auth_cache_seconds), rate_limiter(settings),
@@ -87,7 +91,9 @@ def build_services(settings: Settings, store: Store) -> Services:
         custom_routers=registry, router_training=training, prompt_optimization=runs,
         readiness=Readiness(store, settings.prefect_api_url, settings.prefect_auth_string), gateway=gateway,
         figures=figures, onboarding=OnboardingService(store, catalogue, settings, PrefectLauncher("onboarding"),
-                                                      figures))
+                                                      figures),
+        budget=budget, key_admin=KeyAdminService(store, settings.key_rotation_grace_s),
+        usage=UsageService(store, settings.events_dir))
 
 
 def single_threaded_blas() -> None:

@@ -3,6 +3,7 @@ trained on? Leave one benchmark out, simulate a caller with bandit feedback, pri
 
     .venv/bin/python -m benchmarks.learning_from_traffic [--only mmlu,gsm8k] [--seeds 3] [--speed-rows 100000]
     .venv/bin/python -m benchmarks.learning_from_traffic --through-api [--only gsm8k] [--judged 300] [--seeds 1]
+        [--exploration-rate 0] [--checkpoints 0,2000]
 
 The second form runs the same learning curve through the real service instead (HTTP, Prefect):
 benchmarks/learning_from_traffic_api.py says how. The first, described below, calls the flow's code in process.
@@ -280,6 +281,10 @@ def main() -> int:
                              "(--speed-rows does not apply)")
     parser.add_argument("--speed-rows", type=int, default=100_000, help="0: skip the timing")
     parser.add_argument("--router-cache", help="keep the left-out routers in this folder and reuse them")
+    parser.add_argument("--exploration-rate", type=float, default=0.0,
+                        help="--through-api: the callers' exploration_rate (default 0: none configured, issue 33)")
+    parser.add_argument("--checkpoints", help="--through-api: feedback counts at which the flow runs and the judged "
+                                              "prompts are routed, comma-separated (default 0,250,500,1000,2000)")
     parser.add_argument("--first-seed", type=int, default=0, help="--through-api: seeds from this one on")
     parser.add_argument("--labels", default="real,random",
                         help="--through-api: which callers, of real, random (a fair coin) and none (traffic without "
@@ -291,7 +296,8 @@ def main() -> int:
 
     from api.routing.default_router import load_default_router
 
-    print(f"load average {os.getloadavg()[0]:.1f}; exploration_rate {RATE}; cost_quality_tradeoff 5", flush=True)
+    rate = args.exploration_rate if args.through_api else RATE
+    print(f"load average {os.getloadavg()[0]:.1f}; exploration_rate {rate}; cost_quality_tradeoff 5", flush=True)
     router = None
     for benchmark, items, folder in left_out_routers([b for b in only.split(",") if b], args.router_cache):
         judged_n = min(judged, len(items.prompts) // 4)
@@ -299,8 +305,9 @@ def main() -> int:
             # lazy: the service harness (tests/support) only for this mode
             from benchmarks.learning_from_traffic_api import curve_through_api
 
-            curve_through_api(benchmark, items, folder, folder / "model_benchmarks.csv", judged_n, N_FEEDBACK,
-                              seeds, tuple(args.labels.split(",")), args.first_seed)
+            checkpoints = tuple(int(n) for n in args.checkpoints.split(",")) if args.checkpoints else N_FEEDBACK
+            curve_through_api(benchmark, items, folder, folder / "model_benchmarks.csv", judged_n, checkpoints,
+                              seeds, tuple(args.labels.split(",")), args.first_seed, args.exploration_rate)
             continue
         router = load_default_router(folder, folder / "model_benchmarks.csv")
         curve(benchmark, items, router, seeds, judged_n)

@@ -7,16 +7,19 @@ feedback over HTTP, the learn-from-traffic flow queued with `switchboard learnin
 For the left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, real per-prompt 0/1 outcomes), per seed:
 1. its prompts are shuffled as the in-process mode shuffles them; the last `--judged` are judged, the others are
    the traffic, in order;
-2. a preference of its own with exploration_rate 0.1 routes the traffic through modelSelect at
+2. a preference of its own with `--exploration-rate` (default 0 since issue 33: a caller who never turned it on;
+   0.1 before) routes the traffic through modelSelect at
    cost_quality_tradeoff 5 and reports the chosen model's real outcome to the feedback endpoint; whatever the service
    serves at that moment (the router alone, or what the flow promoted: a cluster correction or the nearest-neighbour
    residual that feedback feeds) chooses. A second preference does the same with a fair coin as the label: the
    noise control; with `--labels ...,none` another routes the same traffic and gives no feedback (no flow runs):
    what the service's own dial, recalibrating on the preference's traffic, moves with nothing learned;
-3. at each checkpoint (0, 250, 500, 1,000, 2,000 feedbacks, as far as the traffic reaches) the flow is queued for
+3. at each checkpoint (`--checkpoints`, default 0, 250, 500, 1,000, 2,000 feedbacks, as far as the traffic reaches;
+   the last one is the rest of the traffic when it is short of 2,000) the flow is queued for
    that preference and waited for; then, with exploration off, the judged prompts are routed at
    cost_quality_tradeoff 0..10 through modelSelect under that preference and APGR (RouteLLM's) is computed from the
-   choices, as benchmarks/default_router_unseen.py does; exploration is switched back on for the next traffic.
+   choices, as benchmarks/default_router_unseen.py does; exploration (if any) is switched back on for the next
+   traffic.
 Checkpoint 0 is the fresh preference. Printed per checkpoint: the labels the flow read, APGR served and its gain
 over fresh, the flow's decision, its doubly robust estimate of the challenger's advantage (95 % interval), the
 flow run's seconds, and the strong model's share of the judged prompts at every other setting of the dial.
@@ -41,7 +44,6 @@ from flows.evaluation import curve_from_choices, summarize
 from tests.support.service import BIN, Service, free_port, start_service
 
 TRADEOFF = 5
-RATE = 0.1
 FLOW_TIMEOUT_S = 600
 # The API workers follow the store's change feed every 0.5 s (storage/rpc.py) and write event logs in batches a
 # second apart (docs/routing.md, "Sessions, privacy and durability"): waited for before the flow reads the feedback
@@ -118,18 +120,19 @@ def latest_version(svc: Service, preference: str) -> dict | None:
 
 
 def judge(svc: Service, client: httpx.Client, preference: str, prompts: list[str], strong: np.ndarray,
-          weak: np.ndarray) -> tuple[float, np.ndarray]:
+          weak: np.ndarray, rate: float) -> tuple[float, np.ndarray]:
     """(APGR over the dial's 11 settings, the strong model's share at each)."""
     set_exploration(svc, client, preference, 0.0)
     time.sleep(FEED_SETTLE_S)
     choose = route_all(svc.api_url, svc.headers, prompts, preference)
-    set_exploration(svc, client, preference, RATE)
+    set_exploration(svc, client, preference, rate)
     apgr = summarize(curve_from_choices(choose, strong, weak), float(weak.mean()), float(strong.mean())).apgr
     return apgr, choose.mean(axis=1)
 
 
 def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_n: int,
-                   checkpoints: tuple[int, ...], noise: bool, feedback: bool = True) -> list[tuple[int, float, str]]:
+                   checkpoints: tuple[int, ...], noise: bool, feedback: bool = True,
+                   rate: float = 0.0) -> list[tuple[int, float, str]]:
     """One simulated caller (its own preference, so its own dial, residual memory and corrections):
     [(feedbacks, APGR served on the judged prompts, the flow's decision)] per checkpoint."""
     order = np.random.default_rng(seed).permutation(len(items.prompts))  # the in-process mode's split
@@ -141,9 +144,12 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
                     json={"name": f"learning seed {seed}{' noise' if noise else ''}{'' if feedback else ' silent'}"})
     r.raise_for_status()
     preference = r.json()["preference_id"]
-    set_exploration(svc, client, preference, RATE)
+    set_exploration(svc, client, preference, rate)
     rows, fresh, sent = [], None, 0
-    for n in [n for n in checkpoints if n <= len(traffic)]:
+    reached = [n for n in checkpoints if n <= len(traffic)]
+    if len(reached) < len(checkpoints) and len(traffic) > reached[-1]:
+        reached.append(len(traffic))  # the rest of the traffic: a small benchmark still gets its last checkpoint
+    for n in reached:
         t0 = time.perf_counter()
         idx = traffic[sent:n]
         send_traffic(svc, preference, [items.prompts[i] for i in idx], items.strong[idx], items.weak[idx],
@@ -159,9 +165,17 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
             else:
                 d, labels = v["difference"], v["labels"]
                 decision = v["decision"] if v["decision"] != "promoted" else \
-                    "promoted: " + ("residual" if v.get("kind") == "nearest-neighbour residual" else "clusters")
+                    "promoted: " + {"nearest-neighbour residual": "residual", "lexical learner": "lexical"}.get(
+                        v.get("kind"), "clusters")
+                if v.get("lexical"):
+                    lex = v["lexical"]
+                    print(f"  seed {seed} lexical learner: replay gain {lex['replay_error_gain']['value']:+.4f} "
+                          f"[{lex['replay_error_gain']['low']:+.4f}, {lex['replay_error_gain']['high']:+.4f}], "
+                          f"DM difference {lex['dm_difference']['value']:+.4f} [{lex['dm_difference']['low']:+.4f}, "
+                          f"{lex['dm_difference']['high']:+.4f}], changes {100 * lex['changed_decisions']:.1f} %, "
+                          f"passed {lex['passed']}", flush=True)
                 interval = f"{d['value']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
-        apgr, shares = judge(svc, client, preference, j_prompts, s_j, w_j)
+        apgr, shares = judge(svc, client, preference, j_prompts, s_j, w_j, rate)
         fresh = apgr if fresh is None else fresh
         rows.append((n, apgr - fresh, decision))
         print(f"  seed {seed} {n:>9}  {labels:>6}  {apgr:6.3f} ({apgr - fresh:+.3f})  {decision:<18}  {interval:<26}  "
@@ -170,13 +184,14 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
 
 
 def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_n: int, checkpoints: tuple[int, ...],
-                      seeds: int, labels: tuple[str, ...] = ("real", "random"), first_seed: int = 0) -> None:
+                      seeds: int, labels: tuple[str, ...] = ("real", "random"), first_seed: int = 0,
+                      rate: float = 0.0) -> None:
     os.environ.update(SWITCHBOARD_DEFAULT_ROUTER_DIR=str(router_dir), SWITCHBOARD_MODEL_FIGURES=str(figures))
     root = Path(tempfile.mkdtemp(prefix="switchboard-learning-api-"))
     started = time.perf_counter()
     svc = start_service(root / "data", free_port(), free_port())
     print(f"\n{name} left out, through the API and Prefect: {len(items.prompts) - judged_n} prompts of traffic, "
-          f"{judged_n} judged; service up in {time.perf_counter() - started:.0f} s; "
+          f"{judged_n} judged; exploration_rate {rate}; service up in {time.perf_counter() - started:.0f} s; "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     try:
         with httpx.Client(timeout=60) as client:
@@ -188,7 +203,7 @@ def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_
                 print(f"  {'':6} {'feedbacks':>9}  {'fitted':>6}  {'served APGR':>15}  {'flow decision':<18}  "
                       f"{'DR difference [95 %]':<26}  {'flow s':>6}  {'traffic s':>9}  "
                       "strong share at t = 0, 2, .., 10", flush=True)
-                runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise, feedback)
+                runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise, feedback, rate)
                         for seed in range(first_seed, first_seed + seeds)]
                 print(f"  mean of {seeds} seed(s): APGR served (gain over the fresh preference), flows that promoted")
                 for k, (n, _, _) in enumerate(runs[0]):

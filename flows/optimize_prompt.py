@@ -27,6 +27,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Failed, State
 
+from api.budgets import BudgetGate
 from api.catalogue import billed_prices, load_catalogue
 from api.prompt_optimization.credentials import ORIGIN as ORIGIN_ROLE
 from api.prompt_optimization.credentials import TARGET
@@ -44,7 +45,7 @@ from storage.optimization_records import ORIGIN, ModelResult
 TASK_PRE, TASK_OPT, TASK_POST = "pre-optimization evaluation", "optimization", "post-optimization evaluation"
 
 
-def _context(run) -> Any:
+def _context(run, store: Any = None) -> Any:
     """The run's context: its spec, settings, ledger, and the price of every model it may call, by the one rule of
     api/catalogue/pricing.py: the catalogue's for a model it lists (even one the caller described as custom: the
     spend ceiling counts what the call costs), the caller's for a model only it described (is_custom), else 0 (a
@@ -52,7 +53,8 @@ def _context(run) -> Any:
     settings = get_settings().optimize
     spec = RunSpec.from_json(run.request)
     catalogue = load_catalogue()
-    ledger = Ledger(run.run_id, run.user_id, run.organization_id, settings.max_cost_usd)
+    ledger = Ledger(run.run_id, run.user_id, run.organization_id, settings.max_cost_usd, key_id=run.key_id,
+                    budget=None if store is None else BudgetGate(store.budgets))
     ctx = RunContext(spec, settings, ledger, {})
     names = {tuple(t) for t in spec.targets} | ({tuple(spec.origin)} if spec.origin else set())
     names |= {ctx.reflection_model()} | ({ctx.judge_model()} if ctx.judge_model()[0] else set())
@@ -217,7 +219,7 @@ def optimize_prompt(run_id: str) -> dict[str, Any] | State:
         log.warning("run %s is unknown or no longer open; nothing to do", run_id)
         return _already_closed(run_id, run)
     try:
-        ctx = _context(run)
+        ctx = _context(run, store)
         gate = threading.BoundedSemaphore(ctx.settings.parallel_targets)
         futures = []
         if ctx.spec.origin:

@@ -3,9 +3,11 @@
 Each step is a task with a kebab-case name, so a data scientist can follow a run in the Prefect UI:
 load-dataset -> distil-lexicon (e5 as a teacher on a sample, api/custom_router/lexicon.py) -> embed-prompts ->
 fit-linear-heads / fit-xgboost / fit-knn (K-fold cross-validation) ->
-calibrate (stacker, the floor of flows/custom_router/floor.py, trade-off schedule) -> evaluate-held-out-folds
-(Prefect table artifacts: router at every setting vs each single model vs the oracle; the floor's nested
-cross-validated accuracy at t=0 vs the best single model, and whether the router routes as that model) ->
+calibrate (stacker, the floor of flows/custom_router/floor.py, its familiarity threshold of
+flows/custom_router/familiarity.py, trade-off schedule) -> evaluate-held-out-folds (Prefect table artifacts: router
+at every setting vs each single model vs the oracle; the floor's nested cross-validated accuracy at t=0 vs the best
+single model, whether the router routes as that model, and the familiarity threshold with the accuracy on the
+upload's kinds of prompt left out in turn) ->
 publish-router (versioned artefact folder, made live in storage, metrics recorded for notebooks) -> record-run.
 
 The job follows JobStatus: the API creates it (`created`), queues the flow (`queued`), the flow moves it to
@@ -74,6 +76,8 @@ def evaluate(predicted: np.ndarray, y: np.ndarray, cost: np.ndarray, schedule: l
     report["floor"] = floor_report
     report["summary"].update({k: floor_report[k] for k in (
         "cv_router_quality_t0", "cv_gain_points", "routes_as_best_single_model_at_t0", "clusters")})
+    familiar = floor_report["familiarity"]  # flows/custom_router/familiarity.py: recorded with the router
+    report["summary"]["familiarity_threshold"] = familiar["threshold"]
     # How well each base predictor alone ranks the models (mean observed quality of its top pick).
     n = len(y)
     report["base_predictors_t0_quality"] = {name: float(y[np.arange(n), p.argmax(axis=1)].mean())
@@ -92,11 +96,30 @@ def evaluate(predicted: np.ndarray, y: np.ndarray, cost: np.ndarray, schedule: l
         {"": "best single model chosen on the other folds (nested)",
          "accuracy": floor_report["cv_best_single_quality"]},
         {"": f"served: {verdict}; {floor_report['clusters']} prompt cluster(s), shrinkage per model "
-             f"{floor_report['shrinkage']}", "accuracy": round(report["summary"]["router_quality_t0"], 4)}],
+             f"{floor_report['shrinkage']}", "accuracy": round(report["summary"]["router_quality_t0"], 4)},
+        *familiarity_rows(familiar)],
         description="The floor: the router's cross-validated accuracy at cost_quality_tradeoff 0 against the best "
                     "single model of the upload (quality on the 0..1 score scale)")
     get_run_logger().info("evaluation: %s", report["summary"])
     return report
+
+
+def familiarity_rows(familiar: dict) -> list[dict]:
+    """The floor artifact's rows on the familiarity threshold: what a prompt unlike the upload gets, and why."""
+    if "why_none" in familiar:
+        return [{"": f"familiarity threshold: none ({familiar['why_none']})", "accuracy": None}]
+    threshold = ("none: no threshold paid, on the kinds left out and in distribution together"
+                 if familiar["threshold"] is None else
+                 f"{familiar['threshold']:.4f} (falls back on {familiar['threshold_quantile']:.1%} of the upload's "
+                 "own rows)")
+    return [
+        {"": f"familiarity threshold {threshold}; the upload's {familiar['kinds']} kinds of prompt left out in "
+             "turn, router at t=0 (threshold chosen on the other kinds)",
+         "accuracy": familiar["nested_left_out_kinds_quality_t0"]},
+        {"": "the same kinds left out, without the fallback",
+         "accuracy": familiar["nested_left_out_kinds_without_fallback"]},
+        {"": "the same kinds left out, the other kinds' best single model",
+         "accuracy": familiar["left_out_kinds_best_single_quality"]}]
 
 
 @task(name="publish-router", retries=2, retry_delay_seconds=3, cache_policy=NO_CACHE)

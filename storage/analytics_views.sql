@@ -1,6 +1,7 @@
 -- Read-side views for analysts (storage/analytics.py creates them; README "For analysts" lists the columns).
--- Inputs: events_sessions, events_feedback, events_llm_usage, events_gateway_calls (the Parquet event logs, read in place, with the hive
--- `day` column) and store.* (an in-memory copy of the DuckDB catalogue tables, taken when connecting).
+-- Inputs: events_sessions, events_feedback, events_llm_usage, events_gateway_calls (the Parquet event logs, read in
+-- place, with the hive `day` column) and store.* (an in-memory copy of the DuckDB catalogue tables, taken when
+-- connecting).
 -- Statements are separated by a line holding only ';'.
 
 -- One row per modelSelect call: what was asked, what was eligible, what was chosen and why.
@@ -51,7 +52,7 @@ GROUP BY ALL
 ;
 -- One row per LLM call the service paid for (prompt optimization today), with its run's kind.
 CREATE VIEW llm_usage AS
-SELECT u.id, to_timestamp(u."timestamp") AS created_at, u.day, u.user_id, u.organization_id,
+SELECT u.id, to_timestamp(u."timestamp") AS created_at, u.day, u.user_id, u.organization_id, u.key_id,
        u.adaptation_run_id AS run_id, j.kind AS run_kind, u.provider, u.model, u.task_type, u.role, u.position,
        u.input_tokens, u.output_tokens, u.input_cost, u.output_cost, u.total_cost, u.latency_s
 FROM events_llm_usage u LEFT JOIN store.jobs j ON j.job_id = u.adaptation_run_id
@@ -145,7 +146,8 @@ GROUP BY ALL
 -- catalogue prices; `savings_usd`: what the same tokens would have cost on the candidate of highest predicted
 -- quality, less what they cost.
 CREATE VIEW gateway_calls AS
-SELECT g.session_id, g.created_at, g.day, g.user_id, g.organization_id, g.preference_id, g.requested_model, g.mode,
+SELECT g.session_id, g.created_at, g.day, g.user_id, g.organization_id, g.key_id, g.preference_id, g.requested_model,
+       g.mode,
        g.stream, g.chosen, g.sticky, g.answered, g.answered IS DISTINCT FROM g.chosen AS fell_back, g.strongest,
        g.status, g.http_status, g.attempts, g.attempt_models, g.attempt_outcomes, g.attempt_ms,
        g.input_tokens, g.output_tokens, g.usage_estimated, g.cost_usd, g.strongest_cost_usd,
@@ -160,6 +162,23 @@ SELECT day, preference_id, answered AS model, count(*) AS calls, sum(input_token
        sum(savings_usd) AS savings_usd
 FROM gateway_calls
 WHERE answered IS NOT NULL
+GROUP BY ALL
+;
+-- Every USD the service paid providers, per day, organization, user, API key, source and model (issue 34): gateway
+-- calls ('gateway'), prompt optimization's LLM calls ('prompt optimization') and judge sampling's ('judging'). A
+-- key_id is null for spend recorded before keys were (and for judging, which no key makes).
+CREATE VIEW spend_daily AS
+SELECT day, organization_id, user_id, key_id, 'gateway' AS source, answered AS model, count(*) AS calls,
+       sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, sum(cost_usd) AS cost_usd
+FROM events_gateway_calls
+WHERE answered IS NOT NULL
+GROUP BY ALL
+UNION ALL
+SELECT day, organization_id, user_id, key_id,
+       CASE WHEN task_type IN ('judge_traffic', 'shadow_call') THEN 'judging' ELSE 'prompt optimization' END AS source,
+       provider || '/' || model AS model, count(*) AS calls, sum(input_tokens) AS input_tokens,
+       sum(output_tokens) AS output_tokens, sum(total_cost) AS cost_usd
+FROM events_llm_usage
 GROUP BY ALL
 ;
 -- Per upstream model: every attempt the gateway made, its outcome and time (errors, fallbacks, latency).

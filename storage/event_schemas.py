@@ -66,6 +66,7 @@ USAGE_SCHEMA = pa.schema([
     # Not in the wire record: which model of the run the call served (a target's position, or -1 for the origin),
     # its role in that work (target, judge, reflection) and how long the provider took (for the benchmark).
     ("position", pa.int32()), ("role", pa.string()), ("latency_s", pa.float64()),
+    ("key_id", pa.string()),  # the API key the spend is billed to; null: made before keys were recorded
 ])
 
 # One row per request to the OpenAI-compatible gateway (api/gateway/): the realized outcome beside the decision
@@ -99,6 +100,7 @@ GATEWAY_CALL_SCHEMA = pa.schema([
     ("ttft_ms", pa.float64()),                      # request arrival to the first byte of the answer
     ("latency_ms", pa.float64()),                   # request arrival to the answer's end
     ("error", pa.string()),                         # the last failure, provider keys scrubbed
+    ("key_id", pa.string()),                        # the API key the call was made with (spend per key)
 ])
 
 # Judge sampling (docs/routing.md, "Judge sampling"): one row per gateway exchange drawn for grading, written by

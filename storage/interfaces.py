@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from storage.budget_records import (AuditEntry, Budget, BudgetStatus, KeyDetails, Reservation, Settlement,
+                                    Spender)
 from storage.model_figure_records import FigureSet, OnboardingRun, OnboardingStart
 from storage.optimization_records import ModelResult, OptimizationRun, OptimizationStart
 from storage.records import (
@@ -32,20 +34,56 @@ class Accounts(Protocol):
     """Users and their API keys (only key hashes are stored)."""
 
     def issue_key(self, user_id: str, organization_id: str | None = None, tier: str | None = None,
-                  prompt_optimization: bool | None = None, is_admin: bool = False) -> IssuedKey:
+                  prompt_optimization: bool | None = None, is_admin: bool = False,
+                  actor: str = "cli") -> IssuedKey:
         """Create the user if new (defaults: own organization, free tier, no prompt optimization), else apply the
         attributes given; then issue a fresh key for them."""
         ...
 
     def user_for_key(self, key_hash: str) -> User | None: ...
 
+    def user(self, user_id: str) -> User | None: ...
+
     def list_keys(self) -> list[ApiKeyInfo]: ...
 
-    def revoke_key(self, key_ref: str) -> ApiKeyInfo:
+    def revoke_key(self, key_ref: str, actor: str = "cli") -> ApiKeyInfo:
         """Revoke by key id, by the displayed prefix (if unambiguous), or by the key itself."""
         ...
 
     def count_active_keys(self) -> int: ...
+
+    def key_details(self, organization_id: str | None = None) -> list[KeyDetails]: ...
+
+    def key(self, key_id: str) -> KeyDetails | None: ...
+
+    def rotate_key(self, key_id: str, grace_seconds: float, actor: str = "cli") -> IssuedKey:
+        """A new key for the same user; the old one stays valid for `grace_seconds`."""
+        ...
+
+    def set_rate_limit(self, key_id: str, per_minute: int | None, actor: str = "cli") -> KeyDetails: ...
+
+    def audit(self, organization_id: str, limit: int = 100, offset: int = 0) -> list[AuditEntry]: ...
+
+
+class Budgets(Protocol):
+    """USD budgets per key, user and organization, per UTC day and month; reservations and settled spend."""
+
+    def set_budget(self, actor: str, organization_id: str, scope: str, subject_id: str, period: str,
+                   limit_usd: float | None) -> Budget | None: ...
+
+    def budgets(self, organization_id: str) -> list[Budget]: ...
+
+    def reserve(self, spender: Spender, amount_usd: float) -> Reservation:
+        """Check every applicable budget and reserve the call's worst case, under one lock per organization."""
+        ...
+
+    def settle(self, spender: Spender, reservation: Reservation, cost_usd: float) -> None: ...
+
+    def settle_many(self, settlements: list[Settlement]) -> None:
+        """Several ended calls in one transaction."""
+        ...
+
+    def status(self, spender: Spender) -> list[BudgetStatus]: ...
 
 
 class Preferences(Protocol):
@@ -131,7 +169,7 @@ class Optimizations(Protocol):
 
     def start(self, user_id: str, organization_id: str, request: str, evaluation_metric: str | None,
               evaluation_config: str | None, prototype_mode: bool, origin: list[str] | None,
-              targets: list[list[str]]) -> OptimizationStart: ...
+              targets: list[list[str]], key_id: str | None = None) -> OptimizationStart: ...
 
     def get(self, run_id: str) -> OptimizationRun | None: ...
 
@@ -219,6 +257,9 @@ class Store(Protocol):
     def accounts(self) -> Accounts: ...
 
     @property
+    def budgets(self) -> Budgets: ...
+
+    @property
     def preferences(self) -> Preferences: ...
 
     @property
@@ -252,6 +293,7 @@ class Store(Protocol):
 
 
 # The RPC's map of domains: `<domain>.<method>` names a method of DOMAINS[domain].
-DOMAINS: dict[str, type] = {"accounts": Accounts, "preferences": Preferences, "jobs": Jobs, "routers": Routers,
+DOMAINS: dict[str, type] = {"accounts": Accounts, "budgets": Budgets, "preferences": Preferences, "jobs": Jobs,
+                            "routers": Routers,
                             "optimizations": Optimizations, "learning": Learning,
                             "maintenance": Maintenance, "model_figures": ModelFigures}

@@ -43,6 +43,7 @@ class OptimizationRun(msgspec.Struct, frozen=True):
     created_at: datetime
     updated_at: datetime
     results: list[ModelResult] = []
+    key_id: str | None = None  # the key it was started with (spend per key, budgets); None before it was recorded
 
 
 class OptimizationStart(msgspec.Struct, frozen=True):

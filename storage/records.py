@@ -17,6 +17,10 @@ class User(msgspec.Struct, frozen=True):
     tier: str
     prompt_optimization: bool
     is_admin: bool
+    # The key this user was authenticated with (spend and budgets are per key too) and its own per-minute rate
+    # limit (None: the server's); None outside a request (the CLI, a flow run).
+    key_id: str | None = None
+    rate_limit_per_minute: int | None = None
 
 
 class ApiKeyInfo(msgspec.Struct, frozen=True):

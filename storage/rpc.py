@@ -23,6 +23,7 @@ from storage.errors import StoreError
 from storage.interfaces import (
     DOMAINS,
     Accounts,
+    Budgets,
     Jobs,
     Learning,
     Maintenance,
@@ -123,6 +124,7 @@ class RemoteStore:
         self._epoch: str | None = None
         self._cursor = -1
         self.accounts = cast(Accounts, _client_class("accounts")(self, "accounts"))
+        self.budgets = cast(Budgets, _client_class("budgets")(self, "budgets"))
         self.preferences = cast(Preferences, _client_class("preferences")(self, "preferences"))
         self.jobs = cast(Jobs, _client_class("jobs")(self, "jobs"))
         self.routers = cast(Routers, _client_class("routers")(self, "routers"))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from storage.database import Database
 from storage.repositories.accounts import AccountRepository
+from storage.repositories.budgets import BudgetRepository
 from storage.repositories.jobs import JobRepository
 from storage.repositories.learning import LearningRepository
 from storage.repositories.maintenance import MaintenanceRepository
@@ -30,6 +31,7 @@ class SqlStore:
     def __init__(self, database: SqlDatabase) -> None:
         self.database = database
         self.accounts = AccountRepository(database)
+        self.budgets = BudgetRepository(database)
         self.preferences = PreferenceRepository(database)
         self.jobs = JobRepository(database)
         self.routers = RouterRepository(database)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 
 from api.cli.processes import Child, free_port
@@ -70,7 +71,9 @@ def test_keys_create_defaults_and_second_key_for_the_same_user(cli):
     store = open_store(cli.data_dir)
     try:
         # Defaults for a new user; the second call changed only the tier.
-        assert store.accounts.user_for_key(hash_key(first)) == store.accounts.user_for_key(hash_key(second))
+        one, two = store.accounts.user_for_key(hash_key(first)), store.accounts.user_for_key(hash_key(second))
+        assert msgspec.structs.replace(one, key_id=None) == msgspec.structs.replace(two, key_id=None)
+        assert one.key_id != two.key_id  # the same user, through two keys
         user = store.accounts.user_for_key(hash_key(first))
         assert (user.organization_id, user.tier, user.prompt_optimization) == ("bob", "starter", False)
     finally:
@@ -243,3 +246,33 @@ def test_cli_works_while_the_api_owns_the_database(cli, running_api):
     assert response.status_code == 401  # revocation took effect at once, despite the auth cache
     done = cli("keys", "revoke", "sb-unknown", expect=1)
     assert "no API key matches" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_keys_create_without_a_data_dir_refuses_instead_of_creating_one(tmp_path: Path):
+    """Issue 34: with SWITCHBOARD_DATA_DIR unset and no ./data where it runs, `keys create` would make a fresh
+    ./data beside a running service; it says so and creates nothing."""
+    env = env_for(tmp_path / "unused")
+    env.pop("SWITCHBOARD_DATA_DIR")
+    done = subprocess.run([SWITCHBOARD, "keys", "create", "--user", "u"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 1 and "SWITCHBOARD_DATA_DIR" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "data").exists() and "sb-" not in done.stdout
+
+
+def test_keys_rotate_budget_and_rate_limit_from_the_cli(cli):
+    created = cli("keys", "create", "--user", "u", "--org", "o", "--admin")
+    key_id = next(line.split()[2].rstrip(";") for line in created.stdout.splitlines() if line.startswith("key id"))
+    rotated = cli("keys", "rotate", key_id, "--grace-seconds", "60")
+    assert "works until" in rotated.stdout and rotated.stdout.strip().splitlines()[-1].startswith("sb-")
+    assert "daily budget $1.5000" in cli("keys", "budget", "key", key_id, "day", "1.5").stdout
+    refused = cli("keys", "budget", "key", key_id, "day", "-1", expect=1)
+    assert "limit_usd" in refused.stderr and "Traceback" not in refused.stderr
+    assert "rate limit 30" in cli("keys", "rate-limit", key_id, "30").stdout
+    listed = cli("keys", "list").stdout
+    assert key_id in listed and "valid until" in listed
+    store = open_store(cli.data_dir)
+    try:
+        assert [b.limit_usd for b in store.budgets.budgets("o")] == [1.5]
+        assert {e.actor for e in store.accounts.audit("o")} == {"cli"}
+    finally:
+        store.close()

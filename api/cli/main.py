@@ -13,10 +13,12 @@ from api.cli.ports import Listener, refuse_if_in_use
 from api.cli.store_access import cli_store as _store
 from api.cli.supervisor import api_argv, api_listener, serve, store_owner_argv
 from api.observability.metrics_dir import fresh_metrics_env
+from api.errors import ApiError
+from api.key_admin import KeyAdminService
 from api.settings import STORE_PORT, check_data_dir, get_settings
 from storage.errors import StoreError
 from storage.owner import live_owner
-from storage.records import TIERS
+from storage.records import TIERS, IssuedKey
 
 
 
@@ -78,29 +80,74 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_keys_create(args: argparse.Namespace) -> int:
-    issued = _store().accounts.issue_key(args.user, organization_id=args.org, tier=args.tier,
-                                prompt_optimization=True if args.prompt_optimization else None)
-    u = issued.user
-    print(f"user {u.user_id} (organization {u.organization_id}, tier {u.tier}, "
-          f"prompt optimization {'on' if u.prompt_optimization else 'off'})")
+def _key_admin() -> KeyAdminService:
+    """The same service as the admin routes (api/key_admin.py), acting as the server's operator. With no data dir
+    named (SWITCHBOARD_DATA_DIR unset) and no ./data here, it refuses rather than create one: a key made in a fresh
+    ./data would belong to no running service."""
+    settings = get_settings()
+    if not (settings.database_url or os.environ.get("SWITCHBOARD_DATA_DIR") or settings.data_dir.exists()):
+        raise SystemExit(f"error: no data dir at {settings.data_dir}, and SWITCHBOARD_DATA_DIR is not set: a key "
+                         "created here would belong to no service. Set SWITCHBOARD_DATA_DIR to the running "
+                         "service's data dir (or SWITCHBOARD_DATABASE_URL), or run this where its ./data is.")
+    return KeyAdminService(_store(), settings.key_rotation_grace_s)
+
+
+def _print_issued(issued: IssuedKey) -> None:
     print(f"key id {issued.info.key_id}; the key is shown only once:")
     print(issued.key)
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    issued = _key_admin().create(None, args.user, organization_id=args.org, tier=args.tier,
+                                 prompt_optimization=True if args.prompt_optimization else None,
+                                 is_admin=args.admin)
+    u = issued.user
+    print(f"user {u.user_id} (organization {u.organization_id}, tier {u.tier}, "
+          f"prompt optimization {'on' if u.prompt_optimization else 'off'}, admin {'yes' if u.is_admin else 'no'})")
+    _print_issued(issued)
     return 0
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
-    keys = _store().accounts.list_keys()
-    print(f"{'key id':36}  {'prefix':10}  {'user':20}  {'created':20}  status")
+    keys = _key_admin().keys(None)
+    print(f"{'key id':36}  {'prefix':10}  {'user':20}  {'created':19}  {'last used':16}  {'today $':>9}  status")
     for k in keys:
-        status = f"revoked {k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "active"
-        print(f"{k.key_id:36}  {k.key_prefix:10}  {k.user_id[:20]:20}  {k.created_at:%Y-%m-%d %H:%M:%S}  {status}")
+        status = f"revoked {k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else (
+            f"valid until {k.expires_at:%Y-%m-%d %H:%M}" if k.expires_at else "active")
+        used = f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "never"
+        print(f"{k.key_id:36}  {k.key_prefix:10}  {k.user_id[:20]:20}  {k.created_at:%Y-%m-%d %H:%M:%S}  "
+              f"{used:16}  {k.spent_today_usd:9.4f}  {status}")
     return 0
 
 
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
-    info = _store().accounts.revoke_key(args.key)
+    info = _key_admin().store.accounts.revoke_key(args.key)  # by id, prefix or the key itself: the operator's own
     print(f"revoked key {info.key_id} ({info.key_prefix}…) of user {info.user_id}")
+    return 0
+
+
+def cmd_keys_rotate(args: argparse.Namespace) -> int:
+    admin = _key_admin()
+    issued = admin.rotate(None, args.key_id, args.grace_seconds)
+    old = admin.key(None, args.key_id)
+    print(f"rotated key {args.key_id}: it works until {old.expires_at:%Y-%m-%d %H:%M:%S} UTC")
+    _print_issued(issued)
+    return 0
+
+
+def cmd_keys_budget(args: argparse.Namespace) -> int:
+    limit = None if args.limit_usd.lower() == "none" else float(args.limit_usd)
+    _key_admin().set_budget(None, args.scope, args.subject_id, args.period, limit)
+    period = "daily" if args.period == "day" else "monthly"
+    print(f"{args.scope} {args.subject_id}: {period} budget " + (f"${limit:.4f}" if limit is not None else "removed"))
+    return 0
+
+
+def cmd_keys_rate_limit(args: argparse.Namespace) -> int:
+    per_minute = None if args.per_minute.lower() == "none" else int(args.per_minute)
+    key = _key_admin().set_rate_limit(None, args.key_id, per_minute)
+    shown = key.rate_limit_per_minute if key.rate_limit_per_minute is not None else "the server's"
+    print(f"key {key.key_id}: rate limit {shown} requests a minute")
     return 0
 
 
@@ -193,12 +240,28 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--org", help="organization id (new users default to their user id)")
     create.add_argument("--tier", choices=TIERS, help="plan tier (new users default to free)")
     create.add_argument("--prompt-optimization", action="store_true", help="grant prompt optimization access")
+    create.add_argument("--admin", action="store_true", help="an admin key: manages its organization's keys over HTTP")
     create.set_defaults(func=cmd_keys_create)
     lst = keys_sub.add_parser("list", help="list keys (prefixes only; keys are stored hashed)")
     lst.set_defaults(func=cmd_keys_list)
     revoke = keys_sub.add_parser("revoke", help="revoke a key by key id, prefix or the key itself")
     revoke.add_argument("key")
     revoke.set_defaults(func=cmd_keys_revoke)
+    rotate = keys_sub.add_parser("rotate", help="issue a new key for the same user; the old one works for a while")
+    rotate.add_argument("key_id")
+    rotate.add_argument("--grace-seconds", type=float, help="how long the old key keeps working (default: "
+                        "SWITCHBOARD_KEY_ROTATION_GRACE_S)")
+    rotate.set_defaults(func=cmd_keys_rotate)
+    budget = keys_sub.add_parser("budget", help="set a USD budget of a key, user or organization (none: remove)")
+    budget.add_argument("scope", choices=("key", "user", "organization"))
+    budget.add_argument("subject_id", help="the key id, user id or organization id")
+    budget.add_argument("period", choices=("day", "month"))
+    budget.add_argument("limit_usd", help="USD per UTC day or month, or `none`")
+    budget.set_defaults(func=cmd_keys_budget)
+    limit = keys_sub.add_parser("rate-limit", help="set a key's requests per minute (0: none; `none`: the server's)")
+    limit.add_argument("key_id")
+    limit.add_argument("per_minute")
+    limit.set_defaults(func=cmd_keys_rate_limit)
 
     learning = sub.add_parser("learning", help="learning from traffic: run the flow, list versions, roll back")
     learning_sub = learning.add_subparsers(dest="learning_command", required=True)
@@ -233,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except StoreError as exc:  # a refusal a person can act on: say it, no traceback
+    except (StoreError, ApiError) as exc:  # a refusal a person can act on: say it, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

@@ -9,6 +9,7 @@ from litestar.params import JSONBody, Parameter
 
 from api.auth import SECURITY
 from api.dependencies import after_auth
+from api.gateway.headers import named_header
 from api.openapi_docs import error_responses
 from api.schemas.model_select import ModelSelectRequest, ModelSelectResponse
 from api.selection.service import SelectionService
@@ -39,4 +40,4 @@ async def model_select(
     request.app.state.services.onboarding.auto(user, [(c.candidate.provider, c.candidate.model, c.candidate.input_price,
                                                        c.candidate.output_price) for c in decided.ranked
                                                       if c.candidate.key in decided.no_evidence])
-    return Response(decided.response, headers={NO_EVIDENCE_HEADER: ",".join(decided.no_evidence)})
+    return Response(decided.response, headers=named_header(NO_EVIDENCE_HEADER, ",".join(decided.no_evidence)))

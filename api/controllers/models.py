@@ -9,7 +9,7 @@ from litestar.params import Parameter
 
 from api.auth import current_user
 from api.catalogue import UnknownProviderError, load_catalogue
-from api.errors import BadRequest
+from api.errors import BadRequest, Unauthorized
 from api.openapi_docs import error_responses
 from api.schemas.models import ModelListResponse, ModelResponse, to_model_response, to_onboarding_response
 
@@ -33,7 +33,10 @@ async def list_models(
                                deprecated_models=[to_model_response(m) for m in deprecated])
     if "authorization" not in request.headers:
         return Response(listed, headers={"Cache-Control": PUBLIC_CACHE})
-    user = await current_user(request)
+    try:
+        user = await current_user(request)
+    except Unauthorized:  # the catalogue needs no key: a bad one gets the public answer, as with none
+        return Response(listed, headers={"Cache-Control": PUBLIC_CACHE})
     runs = request.app.state.services.figures.runs_for(user.organization_id)
     listed.onboarded = [to_onboarding_response(r) for r in _latest(runs)]
     return Response(listed, headers={"Cache-Control": "private, no-store"})

@@ -11,7 +11,10 @@
 - the floor (api/custom_router/floor.py, learned by flows/custom_router/floor.py): mu_m,c model m's mean quality
   in cluster c, pbar_m,c its mean prediction there, s_m the shrinkage of its per-prompt deviation learned by cross-validation (a model with s = 0
   keeps a tie-breaking weight, `tie`, so the trade-off dial can order prompts). With every weight 0 the heads are
-  not evaluated at all. Routers trained before the floor have none: q = p.
+  not evaluated at all. Routers trained before the floor have none: q = p. The floor may also blend the cluster
+  means with the quality of the prompt's nearest training prompts, and sends a prompt unlike its training prompts
+  (familiarity below a threshold learned at training) to the upload's best single model: the upload's own means
+  (api/custom_router/neighbours.py, flows/custom_router/familiarity.py).
 
 Artefact folder (immutable, one per training job; "promote" = the custom_routers.is_live pointer):
 router.json (format, encoder and its version, models and prices, schedule, stacker), linear.npy,
@@ -38,6 +41,7 @@ from api.custom_router.encoders import (
 from api.custom_router.floor import Floor
 from api.custom_router.legacy import migrated_e5_encoder
 from api.custom_router.lexicon import Lexicon
+from api.custom_router.neighbours import References
 from api.custom_router.trees import TreeEnsembles
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from api.routing.features import FeatureVersionMismatch, Featurizer, QueryFeatures
@@ -91,6 +95,9 @@ class CustomRouter:
         self.trees = TreeEnsembles([[folder / "xgb" / f"m{m}_f{k}.json" for k in range(folds)]
                                     for m in range(len(self.models))])
         self.floor = Floor.from_spec(spec["floor"]) if "floor" in spec else None
+        # the training prompts as the floor compares a new one with them (familiarity, the neighbours' quality)
+        self.references = (References(self.knn_embeddings, self.knn_targets)
+                           if self.floor is not None and self.floor.reads_neighbours else None)
         if self.linear.shape[0] != encoder.dim + 1:
             raise FeatureVersionMismatch("linear head width does not match the encoder's vector width")
 
@@ -102,8 +109,11 @@ class CustomRouter:
         x = np.asarray(vector, dtype=np.float32).astype(np.float64)
         if self.floor is None:
             return self.heads(x)
-        # k dot products on the kNN part of the vector; the heads only where some model's deviation counts
-        return self.floor.predict_one(lambda: self.heads(x), x[self.encoder.knn_columns])
+        # k dot products on the kNN part of the vector (and, for a floor that reads them, one product with the
+        # training prompts); the heads only where some model's deviation counts and the prompt is familiar
+        emb = x[self.encoder.knn_columns]
+        near = self.references.around(emb) if self.references is not None else None
+        return self.floor.predict_one(lambda: self.heads(x), emb, near)
 
     def heads(self, x: np.ndarray) -> np.ndarray:
         """The stacker's calibrated prediction p_m(x) of every trained model."""

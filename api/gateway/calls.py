@@ -98,6 +98,7 @@ class Call:
     answer_parts: list[str] = field(default_factory=list)  # the answer's text, streamed or not
     preference: Preference | None = None  # a routed call's preference: judge sampling reads its opt-in
     ranked: list[ResolvedCandidate] = field(default_factory=list)  # the decision's candidates (shadow calls' pool)
+    hold: Any = None  # its budget reservation (api/budgets.py Hold), settled once the call is over
 
     def since_start_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
@@ -135,6 +136,7 @@ class Call:
     def row(self) -> dict[str, Any]:
         return {
             "session_id": self.session_id, "created_at": self.created_at, "user_id": self.user.user_id,
+            "key_id": self.user.key_id,
             "organization_id": self.user.organization_id, "preference_id": self.preference_id,
             "requested_model": self.requested_model, "mode": self.mode, "stream": self.stream,
             "chosen": self.chosen, "sticky": self.sticky,

@@ -18,7 +18,13 @@ def visible_ascii(value: str) -> bool:
 
 def model_header(name: str) -> dict[str, str]:
     """{header: value} naming `name`: the plain header when it is visible ASCII, else its RFC 8187 form."""
-    if visible_ascii(name):
-        return {MODEL_HEADER: name}
-    return {f"{MODEL_HEADER}*": "UTF-8''" + quote(name, safe=_ATTR_CHAR_PUNCTUATION, encoding="utf-8",
-                                                  errors="surrogatepass")}
+    return named_header(MODEL_HEADER, name)
+
+
+def named_header(header: str, value: str) -> dict[str, str]:
+    """{header: value} when the value is visible ASCII, else {header*: its RFC 8187 ext-value} (modelSelect's
+    x-switchboard-no-evidence names models too)."""
+    if visible_ascii(value):
+        return {header: value}
+    return {f"{header}*": "UTF-8''" + quote(value, safe=_ATTR_CHAR_PUNCTUATION, encoding="utf-8",
+                                            errors="surrogatepass")}

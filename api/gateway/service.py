@@ -13,16 +13,17 @@ from typing import Any
 import anyio
 import msgspec
 
+from api.budgets import BudgetGate, Hold, prompt_tokens_of, spender_of, worst_case_usd
+from api.deployments import current, deployment_keys, routes
 from api.errors import ApiError
 from api.gateway import wire
 from api.gateway.admission import Admission, Lease
 from api.gateway.bodies import lines, read_capped
-from api.gateway.calls import Call, CallLog
+from api.gateway.calls import Call, CallLog, cost_usd
 from api.gateway.headers import model_header
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.redaction import Scrubber
 from api.gateway.relay import first_data, relay, upstream_error, well_formed
-from api.deployments import current, deployment_keys, routes
 from api.gateway.balancing import Balancer
 from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport,
                                   not_configured_message)
@@ -97,8 +98,9 @@ class Plan:
 
 class GatewayService:
     def __init__(self, selection: SelectionService, calls: CallLog, preferences: Preferences,
-                 settings: Settings, sampler: JudgeSampler | None = None) -> None:
+                 settings: Settings, sampler: JudgeSampler | None = None, budget: BudgetGate | None = None) -> None:
         self.selection, self.calls, self.preferences, self.sampler = selection, calls, preferences, sampler
+        self.budget = budget
         selection.answered = calls.answered  # a follow-up names the model that answered, not only the one chosen
         self.keys: OptimizeSettings = settings.optimize or OptimizeSettings()
         self.max_attempts = settings.gateway_max_attempts
@@ -108,7 +110,8 @@ class GatewayService:
         self.admission = Admission(settings.gateway_pool_size, settings.gateway_max_per_upstream,
                                    settings.gateway_max_per_key, settings.gateway_pool_wait_s)
         self.balancer = Balancer(settings.deployment_cooldown_s)
-        self.scrub = Scrubber((*self.keys.secrets, *deployment_keys()))  # every provider text passes it (api/gateway/redaction.py)
+        # every provider text passes it (api/gateway/redaction.py), the deployments file's keys included
+        self.scrub = Scrubber((*self.keys.secrets, *deployment_keys()))
         self.first_byte_s = settings.gateway_first_byte_timeout_s
         self.attempt_total_s = settings.gateway_attempt_total_timeout_s
         self.request_total_s = settings.gateway_request_total_timeout_s
@@ -173,13 +176,15 @@ class GatewayService:
             self.calls.record(call)
             raise ProviderNotConfigured(not_configured_message([c.candidate.provider for c in ranked]),
                                         details={"candidates": [c.candidate.key for c in ranked]})
+        tried = reachable[: self.max_attempts]
+        call.hold = await self._reserve(body, call, [c for c, _ in tried])  # a refusal: no provider is called
         failure: Failure | None = None
         in_flight: str | None = None  # the candidate whose attempt is under way, if the caller leaves meanwhile
         began = 0.0
         loop = asyncio.get_running_loop()
         request_deadline = loop.time() + self.request_total_s
         try:
-            for candidate, route in reachable[: self.max_attempts]:
+            for candidate, route in tried:
                 if failure is not None and loop.time() >= request_deadline:
                     break  # SWITCHBOARD_GATEWAY_REQUEST_TOTAL_TIMEOUT_S: no time left for another candidate
                 payload = wire.forwarded(body, route.model, stream)  # the deployment's own model id
@@ -206,7 +211,7 @@ class GatewayService:
             if in_flight is not None:
                 call.attempt(in_flight, "client_closed", began)
             call.status, call.http_status, call.latency_ms = "client_closed", CallerLeft.status, call.since_start_ms()
-            self.calls.record(call)
+            self._record(call)
             raise
         assert failure is not None
         raise self._refuse(call, self._exhausted(call, failure))
@@ -242,8 +247,33 @@ class GatewayService:
     def _refuse(self, call: Call, error: ApiError) -> ApiError:
         """Record the call as the caller will see it, and hand back the error to raise."""
         call.http_status, call.latency_ms = error.status, call.since_start_ms()
-        self.calls.record(call)
+        self._record(call)
         return error
+
+    async def _reserve(self, body: dict[str, Any], call: Call, tried: list[ResolvedCandidate]) -> Hold | None:
+        """The budget check (api/budgets.py) for the costliest candidate this call may reach."""
+        if self.budget is None:
+            return None
+        prompt = prompt_tokens_of(call.messages, body.get("tools"))
+        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        cap = cap if isinstance(cap, int) and not isinstance(cap, bool) else None
+        worst = max(worst_case_usd(c.candidate.input_price, c.candidate.output_price, prompt, cap,
+                                   c.candidate.context_length, self.budget.default_output_tokens) for c in tried)
+        try:
+            return await anyio.to_thread.run_sync(self.budget.reserve, spender_of(call.user), worst)
+        except ApiError as refused:
+            call.http_status, call.error = refused.status, refused.code
+            self.calls.record(call)
+            raise
+
+    def _record(self, call: Call) -> None:
+        """The call's log row and its budget settlement (the real cost; nothing when no answer came)."""
+        self.calls.record(call)
+        self._settle(call)
+
+    def _settle(self, call: Call) -> None:
+        if self.budget is not None:
+            self.budget.settle(call.hold, cost_usd(call.answered, call.input_tokens, call.output_tokens))
 
     def _headers(self, call: Call, candidate: ResolvedCandidate) -> dict[str, str]:
         return {"x-switchboard-session-id": call.session_id, **model_header(candidate.candidate.key),
@@ -314,18 +344,19 @@ class GatewayService:
         lease.release()  # once only
         if call.http_status == 0:  # the relay never began: nothing was sent, yet the call was made
             call.status, call.http_status, call.latency_ms = "client_closed", CallerLeft.status, call.since_start_ms()
-            self.calls.record(call)
+            self._record(call)
 
     def _stream_ended(self, call: Call) -> None:
         if call.status == "ok" and call.answered is not None:
             self.selection.observed_latency.add(call.user.organization_id, call.answered.candidate.key,
                                                 call.attempt_seconds())
-        self.calls.record(call)
+        self._record(call)
         self._sample(call)
 
     def _answered(self, call: Call) -> None:
         """Once the answer is sent: its log row, then the judge's draw (api/gateway/judge_sampling.py)."""
         self.calls.log(call)
+        self._settle(call)
         self._sample(call)
 
     def _sample(self, call: Call) -> None:

@@ -12,6 +12,7 @@ import io
 import math
 from functools import lru_cache
 
+from api.routing.axes import SCORE_RANGE
 from api.routing.capability import AXES, AXIS_BENCHMARKS, PROXY_BENCHMARKS, FigureRow, read_figures
 from api.shipped import shipped
 
@@ -65,8 +66,10 @@ def _row(record: dict, line: int) -> FigureRow:
         score = float(record.get("score") or "")
     except ValueError:
         raise InvalidFigures(f"line {line}: score {str(record.get('score'))[:20]!r} is not a number") from None
-    if not math.isfinite(score) or not 0.0 <= score <= 100.0:
-        raise InvalidFigures(f"line {line}: score {score} is not a percentage (0 to 100)")
+    low, high = SCORE_RANGE.get(benchmark, (0.0, 100.0))  # an index (ECI, Arena Elo) has its own scale
+    if not math.isfinite(score) or not low <= score <= high:
+        scale = "a percentage" if (low, high) == (0.0, 100.0) else f"on {benchmark}'s scale"
+        raise InvalidFigures(f"line {line}: score {score} is not {scale} ({low:g} to {high:g})")
     if not source:
         raise InvalidFigures(f"line {line}: every figure needs its source_url")
     return FigureRow(provider, model, benchmark, score, source)

@@ -8,6 +8,7 @@ from collections import Counter
 
 import msgspec
 
+from api.budgets import MIN_CALL_USD, BudgetGate, spender_of
 from api.catalogue import Catalogue
 from api.errors import Forbidden, NotFound, ServiceUnavailable, TooManyRequests, ValidationFailed
 from api.launcher import OPTIMIZE_PROMPT, FlowLauncher, why_not_queued
@@ -36,16 +37,23 @@ def _json(raw: str | None) -> dict | None:
 
 
 class PromptOptimizationService:
-    def __init__(self, store, catalogue: Catalogue, settings: Settings, launcher: FlowLauncher) -> None:
+    def __init__(self, store, catalogue: Catalogue, settings: Settings, launcher: FlowLauncher,
+                 budget: BudgetGate | None = None) -> None:
         self.store, self.catalogue, self.settings, self.launcher = store, catalogue, settings, launcher
+        self.budget = budget
 
     async def start(self, req: OptimizeRequest, user: User) -> str:
         check_access(user)
         valid = validate(req, user, self.catalogue)
         self.check_reachable(valid.spec)
+        if self.budget is not None:
+            # A run whose budget has nothing left is refused now (429 BUDGET_EXCEEDED) rather than queued to fail
+            # at its first call; the run's calls are each checked again (flows/prompt_opt/llm.py).
+            hold = await off_loop(self.budget.reserve, spender_of(user), MIN_CALL_USD)
+            self.budget.settle(hold, 0.0)
         started = await off_loop(
             self.store.optimizations.start, user.user_id, user.organization_id, json.dumps(valid.spec), valid.evaluation_metric,
-            valid.evaluation_config, req.prototype_mode, valid.spec["origin"], valid.spec["targets"])
+            valid.evaluation_config, req.prototype_mode, valid.spec["origin"], valid.spec["targets"], user.key_id)
         if started.run is None:
             raise TooManyRequests(f"prompt optimization run {started.running_run_id} is still in progress; one run"
                                   " per user at a time: wait for it to complete or fail", code="CONCURRENT_RUN_LIMIT",
@@ -74,6 +82,8 @@ class PromptOptimizationService:
     async def _own(self, run_id: str, user: User, foreign_is_404: bool = False) -> OptimizationRun:
         check_access(user)
         run = await off_loop(self.store.optimizations.get, run_id)
+        if run is not None and user.is_admin and run.organization_id == user.organization_id:
+            return run  # an admin key reads (these routes only read) the runs of its organization's users
         if run is None or (foreign_is_404 and run.user_id != user.user_id):
             raise NotFound(f"optimization run {run_id!r} not found", code="RUN_ID_NOT_FOUND",
                            details={"optimization_run_id": run_id})

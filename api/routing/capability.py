@@ -1,65 +1,60 @@
-"""What the router knows about a model it may never have seen: its public per-benchmark figures.
+"""What the router knows about a model it may never have seen: its public per-benchmark figures, or where its name and
+price place it.
 
-Source: datasets/model_benchmarks.csv, one cited source per figure (data card in datasets/default_router/README.md).
-Figures map onto three skill axes, each on the capability scale c = (accuracy % - 80) / 10 that the router uses:
-- knowledge: MMLU; MMLU-Redux, MMLU-Pro, GPQA;
-- maths: GSM8K, else MGSM (grade-school maths in eight languages); GSM8K-0shot (ZeroEval's zero-shot run), MATH,
-  MATH-L5;
-- code: HumanEval; CRUX (CRUXEval output prediction).
-The axis' own benchmarks (first) are on the scale directly; each later one (a proxy) maps onto the axis by a
-least-squares line fitted, when the figures load, on the models that have both it and the axis from the benchmarks
-before it. A model's value on an axis is the mean of its own figure and its mapped proxies: one benchmark saturates
-where another still separates models (every frontier model scores about 90 % on GSM8K and MGSM, 60-97 % on MATH).
+Source: datasets/model_benchmarks.csv, one cited source per figure (data card in datasets/default_router/README.md;
+docs/routing.md, "Where figures come from"). Figures map onto three skill axes on the capability scale
+c = (accuracy % - 80) / 10, each axis' own benchmark directly and the others by fitted lines (api/routing/axes.py).
 
 Lookup of a candidate, per axis, the first that answers:
-1. the exact (provider, model) rows;
-2. the same name spelt otherwise, then another snapshot, then the base/chat sibling (api/routing/model_names.py
-   levels), under any provider; several rows at one level are averaged;
+1. the exact (provider, model) rows; then the same name spelt otherwise, the same model's other snapshots added
+   where its own rows read the axis from proxies alone, then the base/chat sibling (api/routing/model_names.py
+   levels), under any provider; then an alias of datasets/model_aliases.csv (the cited base model's figures);
+2. no knowledge figure at all: its family and tier words, then its vendor's price ladder within a generation
+   (api/routing/placement.py);
 3. maths or code with nothing found: a line from the model's knowledge, fitted on the models that have both
    (stored in the router's artefact), so a model known only by its MMLU still gets a full skill profile;
 4. nothing at all: the uncertain prior, the UNCERTAIN_QUANTILE quantile of the known models' capability on that
-   axis. Neither price nor size enters: an unknown model is assumed weaker than most known ones, so at
-   cost_quality_tradeoff 0 a model with good published figures is preferred, until feedback or the caller's
-   custom router says otherwise.
+   axis (each model counted once, not once per reasoning setting), whatever its price or size.
 Each estimate carries its uncertainty, measured on the figures themselves: a figure borrowed from another snapshot
-or from the base/chat sibling is off by the spread between such pairs in the figures file (level_sd), an imputed
-one by its line's residual (imputation_sd). The profile is the lower bound, estimate - UNCERTAINTY_Z x that spread,
-so at the quality end of the dial a model measured under its own name beats a look-alike with the same figures, and
-a model the router trained on (measured under its own name) keeps its figures. UNCERTAINTY_Z = 0.5 was chosen on
-half of the unseen pools of benchmarks/default_router_unseen_pools.py (docs/benchmarks.md, issue 21, uncertainty).
-The source of a profile ('prior': exact or respelt; 'family': another snapshot or sibling; 'uncertain': nothing) is
-what explain() reports.
+or from the base/chat sibling is off by the robust spread between such pairs in the figures file (level_sd), a
+placed one by the placer's masked error, an imputed one by its line's residual (imputation_sd). The profile is the
+lower bound, estimate - UNCERTAINTY_Z x that spread, so at the quality end of the dial a model measured under its
+own name beats a look-alike with the same figures, and a model the router trained on (measured under its own name)
+keeps its figures. UNCERTAINTY_Z = 0.5 was chosen on half of the unseen pools of
+benchmarks/default_router_unseen_pools.py (docs/benchmarks.md, issue 21, uncertainty). The source of each axis
+('prior': its own rows; 'family': another snapshot, sibling or alias; 'tier' / 'price': placed; 'imputed';
+'uncertain') is what explain() reports.
 """
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from api.routing import model_names
+from api.routing.axes import (  # noqa: F401 (AXIS_BENCHMARKS, PROXY_BENCHMARKS: re-exported)
+    AXES,
+    AXIS_BENCHMARKS,
+    MMLU_CENTRE,
+    MMLU_SCALE,
+    PROXY_BENCHMARKS,
+    axes_from,
+    fit_proxy_lines,
+    to_capability,
+)
+from api.routing.placement import Known, Placer, parse
 
-MMLU_CENTRE = 80.0
-MMLU_SCALE = 10.0
-AXES = ("knowledge", "maths", "code")
-# Which benchmarks give each axis, in order of preference.
-AXIS_BENCHMARKS = {"knowledge": ("MMLU",), "maths": ("GSM8K", "MGSM"), "code": ("HumanEval",)}
-# Other benchmarks, mapped onto an axis by a fitted line, in order of preference (module docstring).
-PROXY_BENCHMARKS = {"knowledge": ("MMLU-Redux", "MMLU-Pro", "GPQA"), "maths": ("GSM8K-0shot", "MATH", "MATH-L5"),
-                    "code": ("CRUX",)}
-MIN_LINE_POINTS = 4
 # The uncertain prior of an axis: this quantile of the known models' capabilities. Pessimistic on purpose: a model
 # nobody measured should not displace one with good published figures at the quality end of the dial.
 UNCERTAIN_QUANTILE = 0.25
+SETTING_SEPARATOR = ":"  # '<id>:<setting>': a model's figures at a reasoning effort other than its API default
 # How many standard deviations of its uncertainty a profile found by a looser match (another snapshot, the base/chat
 # sibling) or imputed from knowledge gives up: a lower confidence bound (module docstring).
 UNCERTAINTY_Z = 0.5
-
-
-def to_capability(score: float) -> float:
-    return (float(score) - MMLU_CENTRE) / MMLU_SCALE
 
 
 mmlu_to_capability = to_capability  # the knowledge axis is what "capability" meant before skills
@@ -105,9 +100,23 @@ def prior_with(rows: list[FigureRow], extra: list[FigureRow], like: CapabilityPr
     """A prior over `rows` plus `extra`, with `like`'s fallback line and imputation (the artefact's): how refreshed
     figures and an onboarded model's measured figures join the public ones (api/model_figures/live.py). An extra
     row replaces the rows of its (provider, model, benchmark): a measurement of a model beats a copy of it."""
+    return CapabilityPrior(overlaid(rows, extra), like.fallback, like.imputation, like.prices, like.aliases,
+                           line_rows=anchored(like.line_rows, rows))
+
+
+def anchored(anchors: Iterable[FigureRow], rows: list[FigureRow]) -> list[FigureRow]:
+    """The rows a prior over `rows` fits its lines on: `rows` over `anchors` (the shipped file's), on the benchmarks
+    `rows` has. A file that leaves models out keeps the lines' anchors; one that leaves a benchmark out (a
+    benchmark held out, or one the operator does not trust) leaves it out of the lines too."""
+    benchmarks = {r.benchmark for r in rows}
+    return overlaid((r for r in anchors if r.benchmark in benchmarks), rows)
+
+
+def overlaid(rows: Iterable[FigureRow], extra: Iterable[FigureRow]) -> list[FigureRow]:
+    """`rows` with `extra` on top: an extra row replaces the rows of its (provider, model, benchmark)."""
+    extra = list(extra)
     replaced = {(r.provider, r.model, r.benchmark) for r in extra}
-    kept = [r for r in rows if (r.provider, r.model, r.benchmark) not in replaced]
-    return CapabilityPrior(kept + list(extra), like.fallback, like.imputation)
+    return [r for r in rows if (r.provider, r.model, r.benchmark) not in replaced] + extra
 
 
 def axis_scores(rows: list[FigureRow]) -> dict[tuple[str, str], dict[str, float]]:
@@ -133,23 +142,46 @@ class CapabilityPrior:
     the artefact, nothing here consults it: price and size are no evidence of skill."""
 
     def __init__(self, rows: list[FigureRow], fallback: FallbackLine | None = None,
-                 imputation: dict[str, tuple[float, float]] | None = None):
+                 imputation: dict[str, tuple[float, float]] | None = None,
+                 prices: Mapping[tuple[str, str], float] | None = None,
+                 aliases: Mapping[tuple[str, str], str] | None = None,
+                 line_rows: Iterable[FigureRow] | None = None):
+        self.rows = list(rows)
+        # The rows the proxy lines are fitted on (default: `rows`): a file that leaves the anchoring models out, or
+        # measured rows (no anchor of their own), must not refit a line on the few models left (`anchored`).
+        self.line_rows = self.rows if line_rows is None else list(line_rows)
+        # (provider, model) -> the model whose figures stand for it, where the name rules cannot see it
+        # (datasets/model_aliases.csv: gemini-pro-latest, provider-hosted copies), each cited by the vendor
+        self.aliases = {(_norm(p), _norm(m)): base for (p, m), base in (aliases or {}).items()}
         self.fallback = fallback
         self.imputation = imputation or {}  # axis -> (intercept, slope) on knowledge
+        self.prices = dict(prices or {})  # (provider, model) -> output $/M: the vendors' price ladders (placement)
         self._exact = _figures_by(rows, lambda r: (r.provider, r.model))
         self._levels = [_figures_by(rows, lambda r, level=level: model_names.key(r.model, level))
                         for level in model_names.LEVELS]
         by_spelling = self._levels[model_names.LEVELS.index(model_names.SPELLING)]  # one entry per model
-        self.lines = fit_proxy_lines(by_spelling)
+        self.lines = fit_proxy_lines(by_spelling if line_rows is None else _figures_by(
+            self.line_rows, lambda r: model_names.key(r.model, model_names.SPELLING)))
         known = [self._axes_of(figures) for figures in by_spelling.values()]
         # Standard deviation (capability units) of a figure borrowed at each matching level, and of each
         # imputation line's residual, measured on the figures themselves.
         self.level_sd = {level: _borrowed_sd(rows, level) for level in model_names.LEVELS[1:]}
         self.imputation_sd = {axis: _residual_sd(known, line, axis) for axis, line in self.imputation.items()}
+        # The uncertain prior counts each model once: a '<id>:<setting>' row (the same model at another reasoning
+        # effort or thinking budget) is not another model.
+        settings = {model_names.key(r.model, model_names.SPELLING) for r in rows if SETTING_SEPARATOR in r.model}
+        models = [self._axes_of(figures) for key, figures in by_spelling.items() if key not in settings]
         self.uncertain = np.array([
-            _quantile([k[a] for k in known if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in known)
+            _quantile([k[a] for k in models if a in k], UNCERTAIN_QUANTILE) if any(a in k for k in models)
             else to_capability(MMLU_CENTRE) for a in AXES])
-        self._cache: dict[tuple[str, str], tuple[np.ndarray, str, tuple[str, ...], np.ndarray]] = {}
+        self.placer = Placer(_known_models(rows, by_spelling, self.lines, self.prices))
+        self._cache: dict[tuple, tuple[np.ndarray, str, tuple[str, ...], np.ndarray]] = {}
+
+    def with_rows(self, extra: Iterable[FigureRow]) -> "CapabilityPrior":
+        """A prior that also knows `extra` figures (measured ones, e.g. onboarding's), everything else the same:
+        the seam for figures that do not come from the shipped file."""
+        return CapabilityPrior(self.rows + list(extra), self.fallback, self.imputation, self.prices, self.aliases,
+                               line_rows=self.line_rows)
 
     def _axes_of(self, figures: dict[str, float]) -> dict[str, float]:
         return axes_from(figures, self.lines)
@@ -157,31 +189,50 @@ class CapabilityPrior:
     def lookup(self, provider: str, model: str, output_price: float | None = None,
                context_length: int | None = None) -> tuple[float, str]:
         """(knowledge capability, where it came from: 'prior' | 'family' | 'uncertain')."""
-        skills, how, *_ = self.profile(provider, model)
+        skills, how, *_ = self.profile(provider, model, output_price)
         return float(skills[0]), how
 
     def skills(self, provider: str, model: str, output_price: float | None = None,
                context_length: int | None = None) -> tuple[np.ndarray, str]:
-        """(capability per axis of AXES, where knowledge came from). Price and context are accepted for callers
-        that pass a candidate's fields and ignored."""
-        skills, how, *_ = self.profile(provider, model)
+        """(capability per axis of AXES, where knowledge came from). The price places a model its name does not
+        (api/routing/placement.py); the context length is accepted for callers that pass a candidate's fields."""
+        skills, how, *_ = self.profile(provider, model, output_price)
         return skills, how
 
-    def profile(self, provider: str, model: str) -> tuple[np.ndarray, str, tuple[str, ...], np.ndarray]:
+    def profile(self, provider: str, model: str,
+                output_price: float | None = None) -> tuple[np.ndarray, str, tuple[str, ...], np.ndarray]:
         """(capability per axis, source of knowledge, source per axis, uncertainty per axis) with sources 'prior' |
-        'family' | 'imputed' (maths/code from knowledge) | 'uncertain'. The capability is the lower bound,
-        estimate - UNCERTAINTY_Z x uncertainty (module docstring); the uncertainty is 0 for a model's own figures
-        and for the uncertain prior (already a low quantile)."""
-        cache_key = (_norm(provider), _norm(model))
+        'family' | 'tier' | 'price' (api/routing/placement.py) | 'imputed' (maths/code from knowledge) |
+        'uncertain'. The capability is the lower bound, estimate - UNCERTAINTY_Z x uncertainty (module docstring);
+        the uncertainty is 0 for a model's own figures and for the uncertain prior (already a low quantile)."""
+        cache_key = (_norm(provider), _norm(model), output_price)
         hit = self._cache.get(cache_key)
         if hit is not None:
             return hit
-        candidates = [("prior", 0.0, self._axes_of(self._exact.get(cache_key, {})))]
-        for level, index in zip(model_names.LEVELS, self._levels):
-            name_key = model_names.key(model, level)
-            if name_key:
-                candidates.append(("prior" if level == model_names.SPELLING else "family",
-                                   self.level_sd.get(level, 0.0), self._axes_of(index.get(name_key, {}))))
+        found_at = [index.get(model_names.key(model, level), {}) if model_names.key(model, level) else {}
+                    for level, index in zip(model_names.LEVELS, self._levels)]
+        # Its own figures (under this provider, then spelt otherwise), and the same model's other snapshots added
+        # to them: another snapshot's figure on a benchmark the model lacks is more evidence, not a rival (o1-mini
+        # has HumanEval, o1-mini-2024-09-12 only Aider); on an axis where it changes nothing the figure is its own.
+        own = found_at[0]
+        own_axes, same_model = self._axes_of(own), self._axes_of({**found_at[1], **own})
+        # An axis measured on its own benchmark under the model's name stays its own (the models the router trained
+        # on keep the figures it trained with); one read from proxies alone takes the other snapshots' figures in.
+        measured = {a for a in AXES if any(b in own for b in AXIS_BENCHMARKS[a])}
+        candidates = [("prior", 0.0, self._axes_of(self._exact.get(cache_key[:2], {}))),
+                      ("prior", 0.0, {a: v for a, v in own_axes.items() if a in measured or same_model.get(a) == v}),
+                      ("family", self.level_sd.get(model_names.SNAPSHOT, 0.0), same_model),
+                      ("prior", 0.0, own_axes),
+                      ("family", self.level_sd.get(model_names.VARIANT, 0.0), self._axes_of(found_at[2]))]
+        alias = self.aliases.get(cache_key[:2])
+        if alias is not None and not any(AXES[0] in axes for _, _, axes in candidates):
+            base = self._levels[1].get(model_names.key(alias, model_names.SNAPSHOT), {})
+            base = {**base, **self._levels[0].get(model_names.key(alias, model_names.SPELLING), {})}
+            candidates.append(("family", self.level_sd.get(model_names.SNAPSHOT, 0.0), self._axes_of(base)))
+        if not any(AXES[0] in axes for _, _, axes in candidates):
+            placed = self.placer.place(cache_key[0], cache_key[1], output_price)
+            if placed is not None:
+                candidates.append((placed[1], self.placer.level_sd[placed[1]], placed[0]))
         values, sources, sds = [], [], []
         for axis in AXES:
             found = next(((axes[axis], how, sd) for how, sd, axes in candidates if axis in axes), None)
@@ -202,7 +253,7 @@ class CapabilityPrior:
 def _borrowed_sd(rows: list[FigureRow], level: int) -> float:
     """How far a figure borrowed at `level` may be from the model's own: the models that meet at this level but not
     at the one before (two snapshots; a base model and its chat sibling) differ on a shared benchmark by this
-    standard deviation (capability units; pairwise differences / sqrt 2)."""
+    standard deviation (capability units; pairwise differences / sqrt 2, estimated robustly)."""
     groups: dict = {}
     for r in rows:
         outer = model_names.key(r.model, level)
@@ -213,7 +264,9 @@ def _borrowed_sd(rows: list[FigureRow], level: int) -> float:
     for members in groups.values():
         means = [sum(v) / len(v) for v in members.values()]
         diffs += [a - b for i, a in enumerate(means) for b in means[i + 1:]]
-    return float(np.sqrt(np.mean(np.square(diffs)) / 2)) / MMLU_SCALE if diffs else 0.0
+    # Robust (1.4826 x the median absolute difference): two sources' protocols for one snapshot can differ by 20
+    # points (a vendor's GPQA run and an independent one), and one such pair should not set every borrowing's spread.
+    return float(1.4826 * np.median(np.abs(diffs)) / np.sqrt(2)) / MMLU_SCALE if diffs else 0.0
 
 
 def _residual_sd(known: list[dict[str, float]], line: tuple[float, float], axis: str) -> float:
@@ -243,54 +296,25 @@ def _figures_by(rows: list[FigureRow], key_of) -> dict:
     return {k: {b: sum(v) / len(v) for b, v in figures.items()} for k, figures in grouped.items()}
 
 
-def axes_from(figures: dict[str, float], lines: dict[str, tuple[float, float, float, float]]) -> dict[str, float]:
-    """{axis: capability} from one model's figures: the mean of every estimate it has for the axis, its own
-    benchmark (the first of AXIS_BENCHMARKS it has) and each proxy with a line. One benchmark saturates where
-    another still separates models (GSM8K and MGSM near 90 % for every frontier model, MATH from 60 to 97 %), and a
-    mean of several protocols is less noisy than any one of them."""
-    out = {}
-    for axis, benchmarks in AXIS_BENCHMARKS.items():
-        estimates = [to_capability(next(figures[b] for b in benchmarks if b in figures))] \
-            if any(b in figures for b in benchmarks) else []
-        estimates += [_on_line(figures[proxy], lines[proxy]) for proxy in PROXY_BENCHMARKS[axis]
-                      if proxy in figures and proxy in lines]
-        if estimates:
-            out[axis] = sum(estimates) / len(estimates)
-    return out
-
-
-def _on_line(score: float, line: tuple[float, float, float, float]) -> float:
-    intercept, slope, lower, upper = line
-    return min(upper, max(lower, intercept + slope * score))
-
-
-def _first_axes(figures: dict[str, float], lines: dict[str, tuple[float, float, float, float]]) -> dict[str, float]:
-    """{axis: capability} from the axis' own benchmark, else the first proxy with a line: what a proxy's line is
-    fitted against (a line fitted on means that include other proxies would tie the proxies to each other)."""
-    out = {}
-    for axis, benchmarks in AXIS_BENCHMARKS.items():
-        own = next((figures[b] for b in benchmarks if b in figures), None)
-        if own is not None:
-            out[axis] = to_capability(own)
+def _known_models(rows: list[FigureRow], by_spelling: dict, lines: dict,
+                  prices: Mapping[tuple[str, str], float]) -> list[Known]:
+    """One entry per (provider, model with figures) for the placer, with the provider's list price of the model
+    (by its name, else by another snapshot's: gpt-4o-2024-08-06 costs what gpt-4o costs)."""
+    by_snapshot: dict[tuple[str, tuple[str, ...]], float] = {}
+    for (provider, model), price in prices.items():
+        snap = (provider, model_names.key(model, model_names.SNAPSHOT))
+        by_snapshot[snap] = min(price, by_snapshot.get(snap, price))
+    out, seen = [], set()
+    for r in rows:
+        spelling = model_names.key(r.model, model_names.SPELLING)
+        parts = parse(r.model)
+        if (r.provider, spelling) in seen or parts is None or not spelling:
             continue
-        proxy = next((b for b in PROXY_BENCHMARKS[axis] if b in figures and b in lines), None)
-        if proxy is not None:
-            out[axis] = _on_line(figures[proxy], lines[proxy])
+        seen.add((r.provider, spelling))
+        axes = axes_from(by_spelling[spelling], lines)
+        if axes:
+            snapshot = model_names.key(r.model, model_names.SNAPSHOT)
+            price = prices.get((r.provider, r.model), by_snapshot.get((r.provider, snapshot)))
+            out.append(Known(r.provider, r.model, snapshot, model_names.key(r.model, model_names.VARIANT), parts,
+                             price, axes))
     return out
-
-
-def fit_proxy_lines(by_model: dict) -> dict[str, tuple[float, float, float, float]]:
-    """proxy benchmark -> (intercept, slope, lower, upper): capability on its axis ~ proxy score, least squares over
-    the models that have the proxy and the axis from the benchmarks before it (own, then earlier proxies), clamped
-    to the capabilities seen in that fit (a line extrapolates badly). A proxy with fewer than MIN_LINE_POINTS such
-    models gets no line and is not used."""
-    lines: dict[str, tuple[float, float, float, float]] = {}
-    for axis, proxies in PROXY_BENCHMARKS.items():
-        for proxy in proxies:
-            pairs = [(figures[proxy], axes[axis]) for figures in by_model.values()
-                     if proxy in figures and axis in (axes := _first_axes(figures, lines))]
-            if len(pairs) >= MIN_LINE_POINTS:
-                x, y = np.array(pairs).T
-                slope, intercept = np.polyfit(x, y, 1)
-                lines[proxy] = (float(intercept), float(slope), float(y.min()), float(y.max()))
-    return lines

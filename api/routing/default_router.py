@@ -33,7 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from api.routing.capability import AXES, CapabilityPrior, FallbackLine, read_figures
+from api.catalogue import load_catalogue
+from api.routing.capability import AXES, CapabilityPrior, FallbackLine, anchored, read_figures
+from api.routing.coverage import read_aliases
 from api.routing.features import (
     FEATURE_VERSION,
     FeatureVersionMismatch,
@@ -99,11 +101,6 @@ class DefaultRouter:
             b_all.append(b_skills)
         self._w_all, self._b_all = np.vstack(w_all), np.concatenate(b_all)
 
-    def with_prior(self, prior: CapabilityPrior) -> "DefaultRouter":
-        """The same router scoring candidates with other figures (refreshed or onboarded ones,
-        api/model_figures/live.py): a new instance, so a request in flight keeps the one it started with."""
-        return DefaultRouter(self.featurizer, self.spec, prior)
-
     def _query_heads(self, x: np.ndarray) -> np.ndarray:
         z = self._w_all @ x + self._b_all
         g = float(self.featurizer.gate(x))
@@ -128,7 +125,7 @@ class DefaultRouter:
         if value is None:
             if len(self._capability_cache) > 50_000:  # custom models are caller-defined: keep memory bounded
                 self._capability_cache.clear()
-            figures, _, sources, _ = self.prior.profile(c.provider, c.model)
+            figures, _, sources, _ = self.prior.profile(c.provider, c.model, c.output_price)
             own = np.array([source == "prior" for source in sources])
             standing = float(figures[own].mean()) if own.any() else float(figures[0])
             if self.skills is not None:
@@ -193,13 +190,19 @@ class DefaultRouter:
             return irt
         return (1.0 - self.blend) * irt + self.blend * self.skills.predict(vectors, skills, offsets, pull)
 
+    def with_prior(self, prior: CapabilityPrior) -> "DefaultRouter":
+        """The same trained router over other figures (refreshed or onboarded ones, api/model_figures/live.py):
+        fresh memos, the encoder and heads shared. A new instance, so a request in flight keeps the one it started
+        with; the one in service is never mutated."""
+        return DefaultRouter(self.featurizer, self.spec, prior)
+
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
         """Where each candidate's capability came from: 'prior' (its own figures), 'family' (another snapshot or
         sibling) or 'uncertain' (no figures: the pessimistic prior); per axis also 'imputed' (from knowledge), and
         the estimate's uncertainty (standard deviation, capability units; the capability is its lower bound)."""
         out = []
         for c in candidates:
-            skills, how, per_axis, sds = self.prior.profile(c.provider, c.model)
+            skills, how, per_axis, sds = self.prior.profile(c.provider, c.model, c.output_price)
             out.append({"model": c.key, "capability": float(skills[0]), "source": how,
                         "skills": {axis: {"capability": float(v), "source": src, "uncertainty": float(sd)}
                                    for axis, v, src, sd in zip(AXES, skills, per_axis, sds)}})
@@ -213,10 +216,19 @@ def _standings(profiles: list[tuple]) -> tuple[np.ndarray, np.ndarray] | None:
     return (np.array([p[4] for p in profiles]), lacking) if lacking.any() else None
 
 
+def catalogue_prices() -> dict[tuple[str, str], float]:
+    """(provider, model) -> output $/M of every catalogue model, deprecated ones too: the vendors' price ladders
+    that place a model with no figures (api/routing/placement.py)."""
+    active, deprecated = load_catalogue().list()
+    return {(m.provider, m.model.lower()): m.output_price for m in active + deprecated if m.output_price}
+
+
 def load_default_router(
-    folder: Path | str | None = None, prior_path: Path | str | None = None
+    folder: Path | str | None = None, prior_path: Path | str | None = None,
+    prices: dict[tuple[str, str], float] | None = None,
 ) -> DefaultRouter:
-    """Load the committed artefact (a few tens of milliseconds). Raises FeatureVersionMismatch on a stale one."""
+    """Load the committed artefact (a few tens of milliseconds). Raises FeatureVersionMismatch on a stale one.
+    `prices` (default: the shipped catalogue's) are the price ladders the prior places unknown models by."""
     folder = Path(folder) if folder is not None else DEFAULT_ARTEFACT_DIR
     spec = json.loads((folder / "router.json").read_text(encoding="utf-8"))
     if spec.get("feature_version") != FEATURE_VERSION:
@@ -227,6 +239,11 @@ def load_default_router(
         )
     featurizer = Featurizer.load(folder)
     rows = read_figures(Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH)
+    # Another figures file (SWITCHBOARD_MODEL_FIGURES) is the evidence; the lines keep the shipped file's anchors
+    # under it on the benchmarks it has (capability.anchored).
+    line_rows = None if prior_path is None else anchored(read_figures(DEFAULT_PRIOR_PATH), rows)
     imputation = {axis: tuple(line) for axis, line in spec.get("imputation", {}).items()}
-    prior = CapabilityPrior(rows, FallbackLine(**spec["fallback"]), imputation)
+    aliases = {key: alias.base_model for key, alias in read_aliases().items()}
+    prior = CapabilityPrior(rows, FallbackLine(**spec["fallback"]), imputation,
+                            catalogue_prices() if prices is None else prices, aliases, line_rows)
     return DefaultRouter(featurizer, spec, prior)

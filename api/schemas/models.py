@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from api.schemas.common import PricePerMillion
+from api.schemas.common import ModelId, PricePerMillion, ProviderName
 
 if TYPE_CHECKING:
     from api.catalogue import CatalogueModel
@@ -55,15 +55,13 @@ class ModelListResponse(msgspec.Struct, omit_defaults=True):
     onboarded: list[OnboardingResponse] | None = None
 
 
-ProviderField = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
-ModelField = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 
 class OnboardRequest(msgspec.Struct, forbid_unknown_fields=True):
     """A model to measure: a catalogue model, or a custom one with its prices (the spend cap needs them)."""
 
-    provider: ProviderField
-    model: ModelField
+    provider: ProviderName
+    model: ModelId
     input_price: PricePerMillion | None = None
     output_price: PricePerMillion | None = None
 

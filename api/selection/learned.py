@@ -9,6 +9,11 @@ the router is kept where the labels do not agree. Serving adds delta to the cand
 products per decision) and leaves the others alone; this is the one definition of the correction, used by the
 flow's evaluation too.
 
+Since issue 33 the flow also fits a lexical learner (api/selection/lexical.py, flows/learning/lexical_fit.py): a
+version whose `lexical` is set moves each known model's predicted quality (additively, clipped to 0..1) by what the
+prompt's hashed words and word pieces and its embedding say about that model on this traffic; it needs the text the
+router scored, which the decision path passes. Cluster versions fitted before it still load and serve.
+
 A version may instead promote the nearest-neighbour residual (api/selection/personalization.py): then it carries no
 clusters or models, only `nearest_neighbour_residual`, and the service applies the preference's feedback memory as
 it stands. One or the other is live for a preference, never both: they are fitted on the same feedback. A preference
@@ -27,6 +32,8 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
+from api.selection.lexical import LexicalModel, LexicalParameters
+
 log = logging.getLogger("switchboard.learning")
 FORMAT = 1
 
@@ -41,6 +48,7 @@ class CorrectionParameters(msgspec.Struct, frozen=True):
     weights: list[list[float]]    # per model, one deviation per cluster
     bias: list[float]
     nearest_neighbour_residual: bool = False  # serve the feedback memory instead (no clusters, no models)
+    lexical: LexicalParameters | None = None  # the lexical learner (issue 33; no clusters, no models)
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class Correction:
     weights: np.ndarray    # (models, k)
     bias: np.ndarray
     nearest_neighbour_residual: bool = False
+    lexical: LexicalModel | None = None
 
     @classmethod
     def of(cls, version_id: str, p: CorrectionParameters) -> "Correction":
@@ -61,7 +70,8 @@ class Correction:
             else np.zeros((0, 0))
         return cls(version_id, p.feature_version, centroids, {m: i for i, m in enumerate(p.models)},
                    np.asarray(p.weights, dtype=np.float64).reshape(len(p.models), len(centroids)),
-                   np.asarray(p.bias, dtype=np.float64), p.nearest_neighbour_residual)
+                   np.asarray(p.bias, dtype=np.float64), p.nearest_neighbour_residual,
+                   LexicalModel(p.lexical) if p.lexical is not None else None)
 
     def clusters(self, features: np.ndarray) -> np.ndarray:
         """The nearest centroid of each row's embedding (the leading columns of the router's feature vector); a
@@ -79,8 +89,15 @@ class Correction:
             out[[i for i, _ in known]] = self.weights[idx, c] + self.bias[idx]
         return out
 
-    def apply(self, features: np.ndarray, keys: list[str], quality: np.ndarray) -> np.ndarray:
-        return np.clip(np.asarray(quality, dtype=np.float64) + self.delta(features, keys), 0.0, 1.0)
+    def apply(self, features: np.ndarray, keys: list[str], quality: np.ndarray, text: str = "",
+              embedding_dim: int | None = None) -> np.ndarray:
+        """The corrected quality of the candidates `keys`; `text` is the text the router scored, `features` its
+        feature vector (whose first `embedding_dim` entries are the embedding)."""
+        corrected = np.clip(np.asarray(quality, dtype=np.float64) + self.delta(features, keys), 0.0, 1.0)
+        if self.lexical is None:
+            return corrected
+        vector = np.asarray(features, dtype=np.float64)
+        return self.lexical.apply(text, vector[:embedding_dim] if embedding_dim else vector, keys, corrected)
 
 
 def parse(version_id: str, parameters: str) -> Correction:

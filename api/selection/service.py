@@ -245,7 +245,8 @@ class SelectionService:
         router_quality = quality
         correction = self.learned.get(pref.preference_id if pref else None) if self.learned is not None else None
         if correction is not None:
-            quality = correction.apply(features.vector, [c.key for c in plain], quality)
+            quality = correction.apply(features.vector, [c.key for c in plain], quality, scored_text,
+                                       self.featurizer.embedding.dim)
         # The feedback memory moves routing only once the flow has promoted it for this preference (gated like any
         # challenger: api/selection/personalization.py); a preference without a promoted version routes as its router.
         personalised = (correction is not None and correction.nearest_neighbour_residual

@@ -3,7 +3,8 @@
 flows/train_custom_router.py runs each step as a Prefect task named after it (so a run reads step by step in the
 UI, and the flow checks between steps that its job is still open); benchmarks/custom_router_pools.py runs them as
 plain calls (`direct`). Steps: distil-lexicon -> embed-prompts -> fit-linear-heads -> fit-xgboost -> fit-knn ->
-calibrate (stacker, floor, schedule). What each fits: flows/custom_router/training.py, floor.py, calibration.py.
+calibrate (stacker, floor, familiarity threshold, schedule). What each fits: flows/custom_router/training.py,
+floor.py, familiarity.py, calibration.py.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from api.custom_router.lexicon import Lexicon
 from api.custom_router.model import FORMAT
 from api.routing.default_router import DEFAULT_ARTEFACT_DIR
 from api.routing.features import Featurizer
-from flows.custom_router import calibration, floor, teacher, training
+from flows.custom_router import calibration, familiarity, floor, teacher, training
+from flows.custom_router.neighbours import NeighbourTable
 
 RunStep = Callable[..., Any]  # run_step(name, fn, *args) -> fn(*args)
 
@@ -80,13 +82,17 @@ def embed(prompts: list[str], encoder: EnglishEncoder | LexiconEncoder, distille
 
 def calibrate(bases: list[np.ndarray], y: np.ndarray, cost: np.ndarray, emb: np.ndarray, folds: np.ndarray,
               log: Callable[[str], None]) -> tuple[dict, np.ndarray, Floor, np.ndarray, list[float], dict]:
-    """Stacker, then the floor, then the schedule on the floor's predictions. Returns (stacker spec, stacked
-    out-of-fold predictions, the floor served, its nested cross-validated predictions, schedule, floor report)."""
+    """Stacker, then the floor and its familiarity threshold, then the schedule on the floor's predictions.
+    Returns (stacker spec, stacked out-of-fold predictions, the floor served, its nested cross-validated
+    predictions, schedule, floor report)."""
     stacker, stacked = training.fit_stacker(bases, y)
     log(f"blend (linear, xgboost, knn) = {stacker['blend']}; out-of-fold routing gain by blend: "
         f"{stacker['routing_gain']}")
-    chosen, floor_report, nested = floor.fit_floor(stacked, y, emb, folds, log=log)
-    schedule = calibration.calibrate_schedule(chosen.predict(stacked, emb), cost)
+    table = NeighbourTable(emb, y, folds)
+    chosen, floor_report, nested = floor.fit_floor(stacked, y, emb, folds, log=log, table=table)
+    chosen, floor_report["familiarity"], nested = familiarity.learn_threshold(chosen, floor_report, stacked, y, emb,
+                                                                             nested, table, log=log)
+    schedule = calibration.calibrate_schedule(chosen.predict(stacked, emb, table.own_fold_out()), cost)
     log(f"trade-off schedule (t = 0..9): {schedule}")
     return stacker, stacked, chosen, nested, schedule, floor_report
 

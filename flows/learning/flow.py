@@ -4,7 +4,8 @@ beyond the interval. Prefect's scheduler starts it hourly (flows/registry.py, SW
 `switchboard learning run --preference ID` runs it for one preference.
 
 Tasks: find-preferences -> per preference: build-training-table (the analysts' view decision_evidence) ->
-fit-and-evaluate (flows/learning/learn.py: the cluster correction and the nearest-neighbour residual, one gate) ->
+fit-and-evaluate (flows/learning/learn.py: the lexical learner, judged without exploration; the cluster correction
+and the nearest-neighbour residual, judged off-policy) ->
 record-version (the store keeps every version; promotion moves the pointer and the change feed brings it to every
 API worker) -> publish-artifacts (the learning curve, both estimates, the decision).
 """
@@ -87,7 +88,19 @@ def publish_artifacts(preference_id: str, version_id: str, outcome: Outcome) -> 
         f"**{e['decision']}** for preference `{preference_id}` (version `{version_id}`, {e['kind']}): "
         f"{e['estimator'].upper()} difference {e['difference']['value']:+.4f} "
         f"[{e['difference']['low']:+.4f}, {e['difference']['high']:+.4f}] on {e['held_out']} held-out decisions; "
-        f"fitted on {e['trained_on']}; the challenger changes {100 * e['changed_decisions']:.1f} % of decisions."))
+        f"fitted on {e['trained_on']}; the challenger changes {100 * e['changed_decisions']:.1f} % of decisions."
+        + lexical_summary(e.get("lexical"))))
+
+
+def lexical_summary(lexical: dict | None) -> str:
+    """The lexical learner's gate in words (flows/learning/lexical_gate.py), for the decision artifact."""
+    if not lexical:
+        return ""
+    r, d = lexical["replay_error_gain"], lexical["dm_difference"]
+    return (f"\n\nLexical learner ({lexical['rows']} labels, penalty {lexical['penalty']:.3g}): leave-one-out replay "
+            f"gain {r['value']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}], conservative direct-method difference "
+            f"{d['value']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]; "
+            f"{'passed' if lexical['passed'] else 'not passed'}.")
 
 
 @flow(name="learn-from-traffic", **FINAL_STATE_HOOKS,

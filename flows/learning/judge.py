@@ -78,6 +78,7 @@ def spent_today(preference_id: str) -> float:
 def grade_samples(preference_id: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
     # lazy: pyarrow, the catalogue and DSPy/LiteLLM (the model-call layer) load in the flow run only
     import pyarrow as pa
+    from api.budgets import BudgetGate
     from api.catalogue.catalogue import load_catalogue
     from flows.prompt_opt.llm import BilledLM
     from flows.prompt_opt.usage import Ledger
@@ -86,32 +87,32 @@ def grade_samples(preference_id: str, samples: list[dict[str, Any]]) -> dict[str
 
     settings = get_settings()
     before = spent_today(preference_id)
-    # Closed before the next task opens the analysts' connection: without an owner (a flow run while the service
-    # is stopped) both would open the same file.
     store = connect()
     try:
         pref = store.preferences.get(samples[0]["user_id"], preference_id)
+        if pref is None or not pref.judge_budget_usd:
+            return {"graded": 0, "stopped": "the preference is gone or has no judge budget", "spent_usd": 0.0}
+        judge_model = pref.judge_model or settings.optimize.judge_model
+        # Judge and shadow calls are billed to the preference's user and organization: their budgets apply
+        # (api/budgets.py); no key made them.
+        ledger = Ledger(usage_run_id(preference_id), samples[0]["user_id"], samples[0]["organization_id"],
+                        max(0.0, float(pref.judge_budget_usd) - before), budget=BudgetGate(store.budgets))
+        catalogue = load_catalogue()
+        models: dict[tuple[str, str], BilledLM] = {}
+
+        def reply(name: str, prices: tuple[float, float], task_type: str, role: str,
+                  messages: list[dict[str, str]]) -> str:
+            lm = models.get((name, task_type))
+            if lm is None:
+                provider, _, model = name.partition("/")
+                lm = models[(name, task_type)] = BilledLM(provider=provider, model=model, prices=prices,
+                                                          ledger=ledger, task_type=task_type, position=-1, role=role,
+                                                          settings=settings.optimize)
+            return lm.reply(messages)
+
+        batch = grade(samples, judge_model, reply, catalogue, lambda: ledger.total)
     finally:
-        store.close()
-    if pref is None or not pref.judge_budget_usd:
-        return {"graded": 0, "stopped": "the preference is gone or has no judge budget", "spent_usd": 0.0}
-    judge_model = pref.judge_model or settings.optimize.judge_model
-    ledger = Ledger(usage_run_id(preference_id), samples[0]["user_id"], samples[0]["organization_id"],
-                    max(0.0, float(pref.judge_budget_usd) - before))
-    catalogue = load_catalogue()
-    models: dict[tuple[str, str], BilledLM] = {}
-
-    def reply(name: str, prices: tuple[float, float], task_type: str, role: str,
-              messages: list[dict[str, str]]) -> str:
-        lm = models.get((name, task_type))
-        if lm is None:
-            provider, _, model = name.partition("/")
-            lm = models[(name, task_type)] = BilledLM(provider=provider, model=model, prices=prices, ledger=ledger,
-                                                      task_type=task_type, position=-1, role=role,
-                                                      settings=settings.optimize)
-        return lm.reply(messages)
-
-    batch = grade(samples, judge_model, reply, catalogue, lambda: ledger.total)
+        store.close()  # before the next task opens the analysts' connection (no owner: the same file)
     # Spend first: were the verdicts lost, the samples are graded again, and the budget has counted both.
     events.append(settings.events_dir, "llm_usage", ledger.table(ledger.records))
     events.append(settings.events_dir, "judge_verdicts", pa.Table.from_pylist(batch.verdicts,

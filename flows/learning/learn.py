@@ -2,13 +2,17 @@
 benchmark calls it in process): split the labelled decisions by time, fit a challenger on the older part, evaluate
 it against the champion on the most recent part, decide.
 
-Two challengers are scored on the same held-out slice: the cluster correction fitted on the older part
-(flows/learning/fit.py) and the nearest-neighbour residual fed the older part (flows/learning/residual.py; promoted,
-the service applies the live feedback memory, which then moves with every new feedback until the next run). A
-challenger is promoted only when the doubly robust and the inverse-propensity estimates of its advantage over the
-champion are both positive beyond their 95 % intervals (flows/learning/off_policy.py); if both are, the one with the
-larger doubly robust advantage. The learning curve refits the cluster correction on growing prefixes of the older
-part and scores each on the same held-out slice.
+Three challengers are scored: the lexical learner (issue 33: flows/learning/lexical_fit.py, judged by
+flows/learning/lexical_gate.py, a replay of the labelled decisions and a conservative direct-method bound, which need
+no exploration), the cluster correction fitted on the older part (flows/learning/fit.py) and the nearest-neighbour
+residual fed the older part (flows/learning/residual.py; promoted, the service applies the live feedback memory,
+which then moves with every new feedback until the next run). The lexical learner is fitted on every label (at most
+LEXICAL_MAX_ROWS, the most recent), judged on them, each held out of its own fit, and promoted when it passes its
+gate. Otherwise the cluster correction or the residual is promoted only when the doubly robust and the
+inverse-propensity estimates of its advantage over the champion are both positive beyond their 95 % intervals
+(flows/learning/off_policy.py: that needs exploration); if both are, the one with the larger doubly robust
+advantage. The learning curve refits the cluster correction on growing prefixes of the older part and scores each
+on the same held-out slice.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import numpy as np
 
 from api.selection.learned import FORMAT, Correction, CorrectionParameters
 from flows.learning.fit import fit_correction
+from flows.learning.lexical_fit import fit_lexical
+from flows.learning.lexical_gate import judge, parameters
 from flows.learning.off_policy import compare_quality, corrected_quality
 from flows.learning.residual import residual_quality
 from flows.learning.table import Evidence
@@ -28,6 +34,7 @@ HOLDOUT_SHARE = 0.2
 MIN_HELD_OUT = 50
 CURVE_SHARES = (0.25, 0.5, 1.0)
 ESTIMATOR = "dr"
+LEXICAL_MAX_ROWS = 3_000  # the lexical learner reads the most recent labels only: its fit grows as rows^3
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,28 @@ def passes(result: dict, held_out: int) -> bool:
                 and result["ips"]["difference"]["low"] > 0)
 
 
+def lexical_challenger(evidence: Evidence, champion: Correction | None, feature_version: str
+                       ) -> tuple[CorrectionParameters | None, dict | None]:
+    """The lexical learner fitted on the most recent LEXICAL_MAX_ROWS labels and judged on them
+    (flows/learning/lexical_gate.py): (its parameters, its evaluation); (None, None) when no model has enough labels
+    or the texts were not read."""
+    if evidence.texts is None or len(evidence) == 0:
+        return None, None
+    recent = evidence.rows(np.arange(max(len(evidence) - LEXICAL_MAX_ROWS, 0), len(evidence)))
+    fitted = fit_lexical(recent.texts, recent.features, recent.chosen_models(), recent.chosen_quality(),
+                         recent.label, recent.propensity)
+    if fitted is None:
+        return None, None
+    params = CorrectionParameters(format=FORMAT, feature_version=feature_version, centroids=[], models=[],
+                                  weights=[], bias=[], lexical=parameters(fitted))
+    challenger = corrected_quality(recent, Correction.of("challenger", params))
+    base = recent.router_quality.copy() if champion is None or champion.nearest_neighbour_residual \
+        else corrected_quality(recent, champion)
+    compared = compare_quality(recent, challenger, base)
+    return params, {**judge(recent, fitted, challenger, base), "rows": len(recent),
+                    "dr": compared["dr"], "ips": compared["ips"], "logged_value": compared["logged_value"]}
+
+
 def residual_parameters(feature_version: str) -> CorrectionParameters:
     """A version that serves the preference's feedback memory (api/selection/learned.py)."""
     return CorrectionParameters(format=FORMAT, feature_version=feature_version, centroids=[], models=[], weights=[],
@@ -88,11 +117,13 @@ def learn(evidence: Evidence, champion: Correction | None, feature_version: str,
     result = compare_quality(held_out, corrected_quality(held_out, Correction.of("challenger", params)),
                              champion_quality)
     nn_result = compare_quality(held_out, nn_quality, champion_quality)
+    lexical, lexical_result = lexical_challenger(evidence, champion, feature_version)
+    lexical_pass = lexical_result is not None and lexical_result["passed"]
     clusters_pass = bool(params.models) and passes(result, len(held_out))
     nn_pass = len(train) > 0 and passes(nn_result, len(held_out))
     residual_wins = nn_pass and (not clusters_pass or nn_result[ESTIMATOR]["difference"]["value"]
                                  > result[ESTIMATOR]["difference"]["value"])
-    promote = bool(clusters_pass or nn_pass)
+    promote = bool(lexical_pass or clusters_pass or nn_pass)
     points = []
     if curve:
         for share in CURVE_SHARES:
@@ -104,18 +135,24 @@ def learn(evidence: Evidence, champion: Correction | None, feature_version: str,
                     held_out, Correction.of("curve", fit(part, feature_version)[0])), champion_quality)
             points.append({"labels": len(part), "challenger": scored[ESTIMATOR]["challenger"]["value"],
                            "champion": scored[ESTIMATOR]["champion"]["value"]})
-    kept = nn_result if residual_wins else result
+    kept = lexical_result if lexical_pass else nn_result if residual_wins else result
+    kind = "lexical learner" if lexical_pass else "nearest-neighbour residual" if residual_wins \
+        else "cluster correction"
     evaluation = {
         "estimator": ESTIMATOR, "trained_on": len(train), "held_out": len(held_out),
         "champion_version": champion.version_id if champion is not None else None,
-        "kind": "nearest-neighbour residual" if residual_wins else "cluster correction",
+        "kind": kind, "lexical": lexical_result,
         "challenger": kept[ESTIMATOR]["challenger"], "champion": kept[ESTIMATOR]["champion"],
         "difference": kept[ESTIMATOR]["difference"], "ips": kept["ips"], "dr": kept["dr"],
         "logged_value": kept["logged_value"], "changed_decisions": kept["changed_decisions"],
         "per_model": per_model, "learning_curve": points,
         "challengers": {"cluster correction": {e: result[e]["difference"] for e in ("dr", "ips")},
-                        "nearest-neighbour residual": {e: nn_result[e]["difference"] for e in ("dr", "ips")}},
+                        "nearest-neighbour residual": {e: nn_result[e]["difference"] for e in ("dr", "ips")},
+                        "lexical learner": None if lexical_result is None else {
+                            "replay_error_gain": lexical_result["replay_error_gain"],
+                            "dm_difference": lexical_result["dm_difference"],
+                            **{e: lexical_result[e]["difference"] for e in ("dr", "ips")}}},
         "decision": "promoted" if promote else "kept the champion",
     }
-    return Outcome(residual_parameters(feature_version) if residual_wins else params, evaluation, promote,
-                   len(evidence))
+    served = lexical if lexical_pass else residual_parameters(feature_version) if residual_wins else params
+    return Outcome(served, evaluation, promote, len(evidence))

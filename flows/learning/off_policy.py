@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from api.selection.learned import Correction
+from api.selection.lexical import LexicalModel
 from flows.learning.table import Evidence
 
 Z95 = 1.959964
@@ -43,6 +44,8 @@ def corrected_quality(evidence: Evidence, correction: Correction | None) -> np.n
     quality = evidence.router_quality.copy()
     if correction is None or len(evidence) == 0:
         return quality
+    if correction.lexical is not None:
+        return lexical_quality(evidence, correction.lexical, quality)
     cluster = correction.clusters(evidence.features)
     for m, name in enumerate(evidence.models):
         row = correction.rows.get(name)
@@ -52,6 +55,18 @@ def corrected_quality(evidence: Evidence, correction: Correction | None) -> np.n
         delta = correction.weights[row, cluster] + correction.bias[row]  # (n,)
         quality[cells] += np.broadcast_to(delta[:, None], cells.shape)[cells]
     return np.clip(quality, 0.0, 1.0)
+
+
+def lexical_quality(evidence: Evidence, model: LexicalModel, base: np.ndarray) -> np.ndarray:
+    """(n, k) the lexical learner's quality of every logged candidate, on top of `base`, as the decision path
+    applies it (api/selection/lexical.py): from the text each decision scored and its embedding."""
+    out = base.copy()
+    texts = evidence.texts or [""] * len(evidence)
+    for i in range(len(evidence)):
+        cells = np.flatnonzero(evidence.valid[i])
+        keys = [evidence.models[m] for m in evidence.model[i, cells]]
+        out[i, cells] = model.apply(texts[i], evidence.features[i], keys, base[i, cells])
+    return out
 
 
 def actions(evidence: Evidence, quality: np.ndarray) -> np.ndarray:

@@ -1,25 +1,31 @@
 """The training table of a preference: its labelled decisions from the analysts' view `decision_evidence`
 (storage/analytics_views.sql), as aligned numpy arrays; the features are the router's embedding of each query, as
 its feedback row recorded it. Hashed sessions never enter: they take no feedback, the view gives them no features,
-and they are filtered out by name as well; no column of the messages is ever read."""
+and they are filtered out by name as well. The text the router scored is read back from the session's stored
+messages (unhashed sessions only: a hashed one has none) for the lexical learner (flows/learning/lexical_fit.py),
+held in memory for the run and never written anywhere else."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
 import numpy as np
+
+from api.routing.text import MessageShapeError, routing_text
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 EVIDENCE_SQL = """
-SELECT session_id, created_at, eligible, router_quality, penalty_position, policy_lambda, chosen_index, propensity,
-       label, label_source, features
-FROM decision_evidence
-WHERE preference_id = ? AND label IS NOT NULL AND NOT hashed AND features IS NOT NULL AND router_quality IS NOT NULL
-  AND propensity IS NOT NULL
-ORDER BY created_at, session_id
+SELECT e.session_id, e.created_at, e.eligible, e.router_quality, e.penalty_position, e.policy_lambda, e.chosen_index,
+       e.propensity, e.label, e.label_source, e.features, s.content
+FROM decision_evidence e
+LEFT JOIN (SELECT session_id, content FROM events_sessions WHERE NOT hashed) s ON s.session_id = e.session_id
+WHERE e.preference_id = ? AND e.label IS NOT NULL AND NOT e.hashed AND e.features IS NOT NULL
+  AND e.router_quality IS NOT NULL AND e.propensity IS NOT NULL
+ORDER BY e.created_at, e.session_id
 """
 
 LABEL_COUNTS_SQL = """
@@ -48,6 +54,8 @@ class Evidence:
     features: np.ndarray         # (n, d) the router's embedding of each query
     # (n,) bool: the label is the caller's feedback, not a judge's verdict (None: every label is)
     caller_feedback: np.ndarray | None = None
+    # the text the router scored for each decision ("" where the stored messages were unreadable; None: not read)
+    texts: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.session_ids)
@@ -56,7 +64,8 @@ class Evidence:
         return Evidence([self.session_ids[i] for i in index], self.models, self.model[index], self.valid[index],
                         self.router_quality[index], self.position[index], self.lam[index], self.chosen[index],
                         self.propensity[index], self.label[index], self.features[index],
-                        None if self.caller_feedback is None else self.caller_feedback[index])
+                        None if self.caller_feedback is None else self.caller_feedback[index],
+                        None if self.texts is None else [self.texts[i] for i in index])
 
     def chosen_models(self) -> list[str]:
         return [self.models[m] for m in self.model[np.arange(len(self)), self.chosen]]
@@ -104,7 +113,19 @@ def from_arrow(table: "pa.Table") -> Evidence:
         propensity=table.column("propensity").to_numpy(zero_copy_only=False).astype(np.float64),
         label=table.column("label").to_numpy(zero_copy_only=False).astype(np.float64),
         features=feats,
-        caller_feedback=np.array([s == "feedback" for s in table.column("label_source").to_pylist()], dtype=bool))
+        caller_feedback=np.array([s == "feedback" for s in table.column("label_source").to_pylist()], dtype=bool),
+        texts=[scored_text(c) for c in table.column("content").to_pylist()] if "content" in table.column_names
+        else None)
+
+
+def scored_text(content: str | None) -> str:
+    """The text the router scored (api/routing/text.py routing_text) of a session's stored messages."""
+    if not content:
+        return ""
+    try:
+        return routing_text(msgspec.json.decode(content))
+    except (msgspec.DecodeError, MessageShapeError):
+        return ""
 
 
 def load_evidence(conn, preference_id: str) -> Evidence:

@@ -16,6 +16,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from api.budgets import BudgetGate
 from api.model_figures.measured import encode
 from api.settings import get_settings
 from flows.model_figures.calibration import Calibration, Refused, calibrate
@@ -32,14 +33,16 @@ def usage_run_id(run_id: str) -> str:
 
 
 @task(name="ask-calibration-suite", cache_policy=NO_CACHE)
-def ask_suite(run: Any) -> tuple[Calibration, Any]:
-    """(the graded answers, the ledger of their calls) of asking `run`'s model the suite."""
+def ask_suite(run: Any, budget: Any = None) -> tuple[Calibration, Any]:
+    """(the graded answers, the ledger of their calls) of asking `run`'s model the suite; each call reserves against
+    the user's and organization's budgets first (api/budgets.py BudgetGate), as prompt optimization's do."""
     # lazy: DSPy/LiteLLM (the model-call layer) and pyarrow load in the flow run only
     from flows.prompt_opt.llm import BilledLM
     from flows.prompt_opt.usage import CostCeilingExceeded, Ledger
 
     settings = get_settings()
-    ledger = Ledger(usage_run_id(run.run_id), run.user_id, run.organization_id, settings.onboard_max_cost_usd)
+    ledger = Ledger(usage_run_id(run.run_id), run.user_id, run.organization_id, settings.onboard_max_cost_usd,
+                    budget=budget)
     prices = (run.input_price, run.output_price)
     lm = BilledLM(provider=run.provider, model=run.model, prices=prices, ledger=ledger, task_type=ROLE,
                   position=-1, role=ROLE, settings=settings.optimize, max_tokens=MAX_TOKENS)
@@ -71,12 +74,15 @@ def onboard_model(run_id: str) -> dict[str, Any]:
             return {"run_id": run_id, "skipped": "no queued onboarding run with this id"}
     finally:
         store.close()
+    budgets = connect()  # each call's reservation and settlement (api/budgets.py), open while the suite is asked
     try:
-        result, ledger = ask_suite(run)
+        result, ledger = ask_suite(run, BudgetGate(budgets.budgets))
     except Exception as exc:  # a missing key (ProviderNotConfigured), a broken suite: the run fails with why
         reason = getattr(exc, "public_message", None) or type(exc).__name__
         _finish(run_id, "failed", 0, 0.0, None, f"onboarding could not ask the model: {reason}")
         raise
+    finally:
+        budgets.close()
     # lazy: pyarrow (the usage log) loads in the flow run only
     from storage import events
 

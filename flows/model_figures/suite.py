@@ -52,7 +52,7 @@ def load_suite() -> tuple[Item, ...]:
 
 
 _LETTER = (re.compile(r"answer is \(?([A-J])\)?", re.IGNORECASE), re.compile(r"answer:\s*\(?([A-J])\)?\b", re.I))
-_FINAL = re.compile(r"answer\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_FINAL = re.compile(r"answer\s*:\s*(.+?)[ \t\r]*(?=\n|\Z)", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
 
 

@@ -91,6 +91,7 @@ class BilledLM(dspy.LM):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.sb_ledger.check()
+        self._sb_local.hold = self.sb_ledger.reserve(self._worst_case_usd(args, kwargs))
         self._sb_local.started = time.perf_counter()
         try:
             return super().__call__(*args, **kwargs)
@@ -106,6 +107,21 @@ class BilledLM(dspy.LM):
                 error.status_code = getattr(exc, "status_code", None)
                 raise error from None
             raise
+        finally:
+            hold, self._sb_local.hold = getattr(self._sb_local, "hold", None), None
+            self.sb_ledger.settle(hold, 0.0)  # no usage came back (a failed call): the reservation is released
+
+    def _worst_case_usd(self, args: tuple, kwargs: dict[str, Any]) -> float:
+        """The call's reservation (api/budgets.py): its prompt, and the output this LM's max_tokens allows."""
+        # lazy: the token counter (tiktoken) loads only for runs with budgets
+        from api.budgets import prompt_tokens_of, worst_case_usd
+
+        if self.sb_ledger.budget is None:
+            return 0.0
+        prompt = kwargs.get("messages") or kwargs.get("prompt") or (args[0] if args else "")
+        cap = self.kwargs.get("max_tokens") or self.kwargs.get("max_completion_tokens")
+        return worst_case_usd(self.sb_prices[0], self.sb_prices[1], prompt_tokens_of(prompt), cap, None,
+                              self.sb_ledger.budget.default_output_tokens)
 
     def reply(self, messages: list[dict[str, str]]) -> str:
         """One direct call, as DSPy's request API takes it: the system messages become the request's instructions,
@@ -121,7 +137,10 @@ class BilledLM(dspy.LM):
         # Called once per provider response (never for cache hits: the cache is off). History is not kept:
         # the ledger is the record, and a long run would otherwise hold every prompt in memory.
         started = getattr(self._sb_local, "started", None)
-        self.sb_ledger.add(provider=self.sb_provider, model=self.sb_model, prices=self.sb_prices,
-                           usage=entry.get("usage") or {}, task_type=self.sb_task_type, position=self.sb_position,
-                           role=self.sb_role, latency_s=(time.perf_counter() - started) if started else 0.0)
+        row = self.sb_ledger.add(provider=self.sb_provider, model=self.sb_model, prices=self.sb_prices,
+                                 usage=entry.get("usage") or {}, task_type=self.sb_task_type,
+                                 position=self.sb_position, role=self.sb_role,
+                                 latency_s=(time.perf_counter() - started) if started else 0.0)
+        hold, self._sb_local.hold = getattr(self._sb_local, "hold", None), None
+        self.sb_ledger.settle(hold, row["total_cost"])  # the real cost, in the call's budget windows
 

@@ -36,6 +36,11 @@ class Ledger:
     records: list[dict[str, Any]] = field(default_factory=list)
     total: float = 0.0
     exceeded: bool = False
+    key_id: str | None = None  # the API key the spend is billed to (None: not known, e.g. judge sampling)
+    # api.budgets.BudgetGate: each call reserves its worst case against the key's, user's and organization's budgets
+    # first (docs/operations.md, "Budgets"); None: no budgets (flow tests without a store).
+    budget: Any = None
+    refusal: str | None = None  # the budget refusal that stopped the run
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def check(self) -> None:
@@ -44,7 +49,28 @@ class Ledger:
             self.exceeded = True
             raise CostCeilingExceeded(self.reason())
 
+    def reserve(self, worst_usd: float) -> Any:
+        """The budget check before one LM call (api/budgets.py): its hold, or CostCeilingExceeded naming the budget."""
+        if self.budget is None:
+            return None
+        # lazy: the API's budget module (and its error types) load only in runs that have a store
+        from api.budgets import BudgetExceeded
+        from storage.budget_records import Spender
+
+        try:
+            return self.budget.reserve(Spender(self.key_id, self.user_id, self.organization_id), worst_usd)
+        except BudgetExceeded as refused:
+            with self._lock:
+                self.refusal, self.exceeded = refused.message, True
+            raise CostCeilingExceeded(refused.message) from None
+
+    def settle(self, hold: Any, cost_usd: float) -> None:
+        if hold is not None:
+            self.budget.settle_now(hold, cost_usd)
+
     def reason(self) -> str:
+        if self.refusal is not None:
+            return self.refusal
         return (f"the run's LLM cost reached the per-run ceiling of ${self.ceiling_usd:.4f} "
                 f"(spent ${self.total:.6f}); raise SWITCHBOARD_OPTIMIZE_MAX_COST_USD or send fewer goldens/models")
 
@@ -58,7 +84,7 @@ class Ledger:
                "adaptation_run_id": self.run_id, "provider": provider, "model": model, "input_tokens": tin,
                "output_tokens": tout, "input_cost": cin, "output_cost": cout, "total_cost": cin + cout,
                "timestamp": time.time(), "task_type": task_type, "position": position, "role": role,
-               "latency_s": latency_s}
+               "latency_s": latency_s, "key_id": self.key_id}
         with self._lock:
             self.records.append(row)
             self.total += cin + cout

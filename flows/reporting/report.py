@@ -55,7 +55,7 @@ def _headline(conn: duckdb.DuckDBPyConnection) -> str:
     figures = conn.execute(
         "SELECT (SELECT count(*) FROM routing_decisions), (SELECT count(DISTINCT user_id) FROM routing_decisions),"
         " (SELECT count(*) FROM feedback), (SELECT avg(accuracy) FROM feedback),"
-        " (SELECT coalesce(sum(cost_usd), 0) FROM llm_cost), (SELECT count(*) FROM router_training_runs),"
+        " (SELECT coalesce(sum(cost_usd), 0) FROM spend_daily), (SELECT count(*) FROM router_training_runs),"
         " (SELECT count(*) FROM optimization_runs)").fetchone()
     labels = ("routing decisions", "users routing", "feedback reports", "reported accuracy", "LLM cost (USD)",
               "router trainings", "prompt optimizations")
@@ -87,7 +87,13 @@ def render(conn: duckdb.DuckDBPyConnection, data_dir: Path) -> str:
         _table(conn, "SELECT preference_id, version_id, created_at, labels, round(challenger_value, 4) AS challenger,"
                      " round(champion_value, 4) AS champion, round(difference_low, 4) AS difference_low,"
                      " decision, is_live FROM learning_versions ORDER BY created_at DESC LIMIT 20"),
-        "<h2>LLM usage and cost</h2>", _png(charts.cost_by_day_and_model(conn)), _png(charts.cost_by_task_type(conn)),
+        "<h2>LLM usage and cost</h2>",
+        # Everything paid for (the card above): gateway traffic, prompt optimization and judging, per key.
+        _table(conn, "SELECT source, organization_id, user_id, key_id, sum(calls) AS calls,"
+                     " sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,"
+                     " round(sum(cost_usd), 6) AS cost_usd FROM spend_daily GROUP BY ALL ORDER BY cost_usd DESC"
+                     " LIMIT 20"),
+        _png(charts.cost_by_day_and_model(conn)), _png(charts.cost_by_task_type(conn)),
         _table(conn, "SELECT organization_id, provider || '/' || model AS model, sum(calls) AS calls,"
                      " sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,"
                      " round(sum(cost_usd), 6) AS cost_usd FROM llm_cost GROUP BY ALL ORDER BY cost_usd DESC LIMIT 20"),

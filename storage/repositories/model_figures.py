@@ -1,5 +1,5 @@
 """Figures beyond the shipped file: sets stored by the refresh-model-figures flow, and model onboarding runs
-(storage/migrations/0008_model_figures_e.sql). Every change notifies one subject, MODEL_FIGURES_SUBJECT, so each API
+(storage/migrations/0008_model_figures.sql). Every change notifies one subject, MODEL_FIGURES_SUBJECT, so each API
 worker reloads the (small) figures and swaps them in through the change feed (api/model_figures/live.py)."""
 
 from __future__ import annotations

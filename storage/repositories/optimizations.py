@@ -34,7 +34,7 @@ class OptimizationRepository:
 
     def start(self, user_id: str, organization_id: str, request: str, evaluation_metric: str | None,
               evaluation_config: str | None, prototype_mode: bool, origin: list[str] | None,
-              targets: list[list[str]]) -> OptimizationStart:
+              targets: list[list[str]], key_id: str | None = None) -> OptimizationStart:
         """Create a `created` run with one `queued` result per model, unless the user has an open run."""
         run_id, created = str(uuid.uuid4()), now()
         with self._db.transaction():
@@ -46,9 +46,11 @@ class OptimizationRepository:
                 return OptimizationStart(run=None, running_run_id=running[0][0])
             self._db.run("INSERT INTO jobs VALUES (?, ?, ?, ?, 'created', NULL, NULL, ?, ?)",
                          [run_id, OPTIMIZE_PROMPT, user_id, run_id, created, created])
-            self._db.run("INSERT INTO optimization_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            self._db.run("INSERT INTO optimization_runs (run_id, user_id, organization_id, request,"
+                         " evaluation_metric, evaluation_config, prototype_mode, created_at, key_id)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          [run_id, user_id, organization_id, request, evaluation_metric, evaluation_config,
-                          prototype_mode, created])
+                          prototype_mode, created, key_id])
             models = ([(-1, origin)] if origin else []) + list(enumerate(targets))
             for position, (provider, model) in models:
                 self._db.run("INSERT INTO optimization_results (run_id, position, provider, model, result_status,"
@@ -59,13 +61,13 @@ class OptimizationRepository:
     def get(self, run_id: str) -> OptimizationRun | None:
         rows = self._db.rows(
             "SELECT r.run_id, r.user_id, r.organization_id, r.request, r.evaluation_metric, r.evaluation_config,"
-            " r.prototype_mode, j.status, j.error, j.flow_run_id, r.created_at, j.updated_at"
+            " r.prototype_mode, j.status, j.error, j.flow_run_id, r.created_at, j.updated_at, r.key_id"
             " FROM optimization_runs r JOIN jobs j ON j.job_id = r.run_id WHERE r.run_id = ?", [run_id])
         if not rows:
             return None
         results = [ModelResult(*r) for r in self._db.rows(
             f"SELECT {_RESULT_COLS} FROM optimization_results WHERE run_id = ? ORDER BY position", [run_id])]
-        return msgspec.structs.replace(OptimizationRun(*rows[0]), results=results)
+        return msgspec.structs.replace(OptimizationRun(*rows[0][:-1]), results=results, key_id=rows[0][-1])
 
     def queue_position(self, run_id: str) -> int | None:
         """1 + the open runs waiting ahead of this one (created before it, not yet processing); None unless

@@ -27,4 +27,4 @@ def test_report_on_an_empty_data_dir(tmp_path):
     out = tmp_path / "empty.html"
     assert main(["report", "--out", str(out), "--data-dir", str(tmp_path / "data")]) == 0
     page = out.read_text(encoding="utf-8")
-    assert page.count("<em>nothing recorded yet</em>") == 6 and page.count("data:image/png;base64,") == 9
+    assert page.count("<em>nothing recorded yet</em>") == 7 and page.count("data:image/png;base64,") == 9

@@ -88,6 +88,24 @@ MATRIX = [
          (*NOT_FOUND, "ONBOARDING_NOT_FOUND")),
     Case("publishOnboarding", "POST", "/v2/models/onboard/{run_id:str}/publish", _publish,
          (*NOT_OWNED, "ADMIN_REQUIRED")),
+    # Key management (issue 34): an admin key of another organization finds neither the key nor the user.
+    Case("adminKeyCreate", "POST", "/admin/keys",
+         lambda c, ids, h: c.post("/admin/keys", headers=h, json={"user_id": ids["user_id"]}),
+         (*NOT_FOUND, "USER_NOT_FOUND")),
+    Case("adminBudgetSet", "PUT", "/admin/budgets",
+         lambda c, ids, h: c.put("/admin/budgets", headers=h, json={"scope": "key", "subject_id": ids["key_id"],
+                                                                   "period": "day", "limit_usd": 100}),
+         (*NOT_FOUND, "KEY_NOT_FOUND")),
+    Case("adminKeyRateLimit", "PUT", "/admin/keys/{key_id:str}/rateLimit",
+         lambda c, ids, h: c.put(f"/admin/keys/{ids['key_id']}/rateLimit", headers=h,
+                                 json={"rate_limit_per_minute": None}),
+         (*NOT_FOUND, "KEY_NOT_FOUND")),
+    Case("adminKeyRotate", "POST", "/admin/keys/{key_id:str}/rotate",
+         lambda c, ids, h: c.post(f"/admin/keys/{ids['key_id']}/rotate", headers=h, json={"grace_seconds": 3600}),
+         (*NOT_FOUND, "KEY_NOT_FOUND")),
+    Case("adminKeyRevoke", "POST", "/admin/keys/{key_id:str}/revoke",
+         lambda c, ids, h: c.post(f"/admin/keys/{ids['key_id']}/revoke", headers=h),
+         (*NOT_FOUND, "KEY_NOT_FOUND")),
     # Last: a successful delete by the owner removes the preference the other cases use.
     Case("getPreference", "GET", "/v2/preferences/{preference_id:str}",
          lambda c, ids, h: c.get(f"/v2/preferences/{ids['preference_id']}", headers=h),
@@ -117,14 +135,16 @@ def operations_with_body_ids(openapi: dict) -> set[tuple[str, str]]:
 
 
 @pytest.fixture
-def world(client, auth):
-    """alice owns a preference, a routing session and an optimization run; bob is another user with full access."""
+def world(client, auth, issue_key):
+    """alice owns a preference, a routing session, an optimization run and a spare key; bob is another user with full
+    access. Both hold admin keys of their own organizations (the admin routes' owner and outsider)."""
     services = client.app.state.services
     services.authenticator.rate_limiter = None
     services.router_training.launcher = FakeLauncher()
     services.prompt_optimization.launcher = FakeLauncher()
-    alice = auth("alice", tier="enterprise", prompt_optimization=True)
-    bob = auth("bob", tier="enterprise", prompt_optimization=True)
+    alice = auth("alice", tier="enterprise", prompt_optimization=True, is_admin=True)
+    bob = auth("bob", tier="enterprise", prompt_optimization=True, is_admin=True)
+    spare = issue_key("alice")
     preference_id = client.post("/v2/preferences/userPreferenceCreate", json={"name": "alice's"},
                                 headers=alice).json()["preference_id"]
     selected = _select(client, {}, alice).json()
@@ -137,7 +157,8 @@ def world(client, auth):
             "ids": {"preference_id": preference_id, "session_id": selected["session_id"],
                     "chosen": selected["providers"][0],
                     "run_id": run.json()["optimization_run_id"], "onboarding_run": onboarding.run_id,
-                    "owner": alice, "admin": auth("root", is_admin=True)}}
+                    "owner": alice, "admin": auth("root", is_admin=True),
+                    "key_id": spare.info.key_id, "user_id": "alice"}}
 
 
 def test_matrix_covers_every_route_with_a_path_parameter(client):

@@ -186,3 +186,29 @@ def test_onboarding_end_to_end_figures_per_organization_until_published(data_dir
         # bob sees the published run, and the one his own listing queued before it was published
         seen = client.get("/v2/models", headers=bob).json()["onboarded"]
         assert sorted((r["status"], r["published"]) for r in seen) == [("completed", True), ("queued", False)]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_user_budget_bounds_onboarding_spend(data_dir, upstream):
+    """Issue 34: onboarding's calls pass the same budget check as the gateway and prompt optimization
+    (api/budgets.py): a daily budget of the user stops the run, and what it settled is what the usage log holds."""
+    from flows.model_figures.onboard import onboard_model
+    from storage.budget_records import Spender
+
+    reset_settings()
+    with started_app() as client:
+        client.app.state.services.onboarding.launcher = FakeLauncher()
+        store = client.app.state.services.store
+        alice = {"Authorization": f"Bearer {store.accounts.issue_key('alice', organization_id='acme').key}"}
+        started = client.post("/v2/models/onboard", headers=alice, json={"provider": "hosted", "model": "model-07",
+                                                                        "input_price": 0.9, "output_price": 0.9})
+        assert started.status_code == 202, started.text
+        store.budgets.set_budget("cli", "acme", "user", "alice", "day", 0.002)
+    summary = onboard_model(started.json()["run_id"])
+    usage = read_usage()
+    spent = sum(u["total_cost"] for u in usage)
+    assert summary["status"] != "completed" or summary["calls"] < 300, summary  # the budget ended it early
+    assert usage and spent <= 0.002 + 1e-9
+    with started_app() as client:
+        [status] = client.app.state.services.store.budgets.status(Spender(None, "alice", "acme"))
+    assert status.spent_usd == pytest.approx(spent) and status.reserved_usd == pytest.approx(0.0)

@@ -110,3 +110,29 @@ def test_a_model_without_credentials_fails_the_run_at_once_and_the_flow_run_is_f
     # A flow run started again for the closed run does nothing and ends in the run's state, not Completed.
     again, _ = run_flow(run_id)
     assert again.is_failed() and "had already failed" in again.message and stored(run_id)[0].error == run.error
+
+
+def test_a_user_budget_stops_the_run_and_every_call_it_allowed_is_counted(fake_llm):
+    """Issue 34: prompt optimization passes the same budget check as the gateway (api/budgets.py). A daily budget
+    of the user stops the run with the refusal as its error; the spend settled equals the usage log's."""
+    from storage.budget_records import Spender
+    from storage.store import LocalStore
+
+    run_id = start_run([("openai", "gpt-4o-mini")], origin=None, fake=fake_llm)
+    store = LocalStore(get_settings().db_path)
+    try:
+        store.budgets.set_budget("cli", "alice", "user", "alice", "day", 0.001)
+    finally:
+        store.close()
+    state, _ = run_flow(run_id)
+    run, usage = stored(run_id)
+    assert run.status == "failed" and state.is_failed()
+    assert "budget exceeded: the daily budget of user alice" in run.error
+    store = LocalStore(get_settings().db_path)
+    try:
+        [status] = store.budgets.status(Spender(None, "alice", "alice"))
+    finally:
+        store.close()
+    spent = sum(r["total_cost"] for r in usage)
+    assert usage and status.spent_usd == pytest.approx(spent) and status.reserved_usd == pytest.approx(0.0)
+    assert spent <= 0.001

@@ -38,6 +38,10 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir, monkeypatch):
     # The floor's verdict is in the record: nested cross-validation beats the best single model, so it routes.
     assert metrics["summary"]["routes_as_best_single_model_at_t0"] is False
     assert metrics["floor"]["cv_router_quality_t0"] > metrics["floor"]["best_single_quality"]
+    # So is the familiarity threshold (flows/custom_router/familiarity.py), learned or not, and why not.
+    familiar = metrics["floor"]["familiarity"]
+    assert metrics["summary"]["familiarity_threshold"] == familiar["threshold"]
+    assert familiar.get("why_none") or "nested_left_out_kinds_quality_t0" in familiar
     store.close()
     folder = Path(state.live.artefact_path)
     assert folder.name == params["job_id"] and (folder / "router.json").exists()
@@ -48,6 +52,7 @@ def test_flow_publishes_a_router_that_model_select_uses(data_dir, monkeypatch):
     assert (folder / "lexicon.npy").exists() and "compute" in json.loads((folder / "lexicon_tokens.json").read_text())
     assert set(spec["stacker"]["routing_gain"]) >= {"1.00,0.00,0.00", "0.33,0.33,0.33"}
     assert len(spec["floor"]["s"]) == 2 and len(spec["floor"]["mu"]) == len(spec["floor"]["centroids"])
+    assert spec["floor"]["threshold"] == familiar["threshold"] and spec["floor"]["local_prior"] in (0.0, 100.0, 30.0)
     assert len(list((folder / "xgb").glob("*.json"))) == 2 * 5 and not list(folder.parent.glob(".*partial"))
 
     h = {"Authorization": f"Bearer {key}"}

@@ -88,8 +88,10 @@ def test_the_flow_scores_the_residual_as_a_challenger_and_keeps_noise_out():
     assert (picks[kind_a[2_400:]] == 1).mean() > 0.9 and (picks[~kind_a[2_400:]] == 0).mean() > 0.9
     outcome = learn(real, None, "v", curve=False)
     assert outcome.promote
-    for challenger in outcome.evaluation["challengers"].values():
+    for name in ("cluster correction", "nearest-neighbour residual"):
+        challenger = outcome.evaluation["challengers"][name]
         assert challenger["dr"]["low"] > 0 and challenger["ips"]["low"] > 0
+    assert outcome.evaluation["challengers"]["lexical learner"] is None  # no texts in this evidence
     kept = learn(relabelled((rng.random(len(ev)) < 0.5).astype(float)), None, "v", curve=False)
     assert not kept.promote and kept.evaluation["decision"] == "kept the champion"
 

@@ -17,6 +17,7 @@ from api.routing.capability import (
     FigureRow,
     UNCERTAINTY_Z,
     fit_proxy_lines,
+    prior_with,
     to_capability,
 )
 from api.routing.default_router import DEFAULT_PRIOR_PATH, load_default_router
@@ -79,38 +80,107 @@ def test_exact_then_spelling_then_snapshot_then_variant():
     assert prior.lookup("custom", "Llama-3.1-70B-chat")[1] == "family"  # a sibling's figure
 
 
+def test_the_providers_own_row_wins_over_the_same_name_elsewhere_whatever_the_price():
+    prior = CapabilityPrior(rows(("host", "acme/widget-7b", "MMLU", 70.0), ("acme", "widget-7b", "MMLU", 60.0),
+                                 ("acme", "widget-7b", "MMLU-Pro", 30.0)))
+    for price in (None, 1.0):
+        assert prior.profile("host", "acme/widget-7b", price)[0][0] == pytest.approx(to_capability(70.0))
+
+
 def test_a_borrowed_figure_carries_its_uncertainty_so_a_model_measured_under_its_own_name_wins_a_tie():
     prior = CapabilityPrior(rows(
         ("acme", "widget-2024-01-01", "MMLU", 70.0), ("acme", "widget-2024-06-01", "MMLU", 72.0),
         ("acme", "gizmo", "MMLU", 71.0), ("acme", "gizmo-base", "MMLU", 61.0),
         ("acme", "gizmo-base-chat", "MMLU", 65.0),
     ))
-    # two snapshots 2 points apart: a borrowed snapshot figure is off by 2 / sqrt(2) points, 0.141 on the scale
-    assert prior.level_sd[model_names.SNAPSHOT] == pytest.approx(0.2 / np.sqrt(2))
-    assert prior.level_sd[model_names.VARIANT] == pytest.approx(0.4 / np.sqrt(2))  # a base and its chat sibling
+    # two snapshots 2 points apart: a borrowed snapshot figure is off by 2 / sqrt(2) points, 0.141 on the scale, as
+    # a robust spread (1.4826 x the median absolute difference: one pair of rival protocols sets no spread alone)
+    assert prior.level_sd[model_names.SNAPSHOT] == pytest.approx(1.4826 * 0.2 / np.sqrt(2))
+    assert prior.level_sd[model_names.VARIANT] == pytest.approx(1.4826 * 0.4 / np.sqrt(2))  # base and chat sibling
     own = prior.lookup("acme", "gizmo")[0]
     snapshot = prior.lookup("acme", "widget-latest")[0]  # mean 71, the same as gizmo's own figure
     assert snapshot == pytest.approx(own - UNCERTAINTY_Z * prior.level_sd[model_names.SNAPSHOT]) and snapshot < own
 
 
 def test_proxy_benchmarks_map_by_a_line_and_join_the_axis_own_figure():
-    models = [("m%d" % i, mmlu, pro) for i, (mmlu, pro) in enumerate([(60, 30), (70, 40), (80, 50), (90, 60)])]
+    models = [("m%d" % i, mmlu, pro) for i, (mmlu, pro) in enumerate([(60, 30), (70, 40), (80, 50), (87, 57)])]
     figures = [("acme", m, "MMLU", mmlu) for m, mmlu, _ in models]
     figures += [("acme", m, "MMLU-Pro", pro) for m, _, pro in models]
     figures += [("acme", "pro-only", "MMLU-Pro", 45.0), ("acme", "both", "MMLU", 62.0),
-                ("acme", "both", "MMLU-Pro", 58.0), ("acme", "far-out", "MMLU-Pro", 99.0)]
+                ("acme", "both", "MMLU-Pro", 58.0), ("acme", "far-down", "MMLU-Pro", 1.0),
+                ("acme", "far-up", "MMLU-Pro", 99.0)]
     prior = CapabilityPrior(rows(*figures))
     intercept, slope, lower, upper = prior.lines["MMLU-Pro"]
     pairs = [(p, to_capability(m)) for _, m, p in models] + [(58.0, to_capability(62))]  # every model with both
     expected_slope, expected_intercept = np.polyfit(*zip(*pairs), 1)
     assert (slope, intercept) == (pytest.approx(expected_slope), pytest.approx(expected_intercept))
-    assert (lower, upper) == (pytest.approx(to_capability(60)), pytest.approx(to_capability(90)))
+    # clamped below to the fitted range, above only at the proxy's own ceiling (a harder benchmark may separate
+    # models above the anchor's range: api/routing/axes.py)
+    assert (lower, upper) == (pytest.approx(to_capability(60)), pytest.approx(intercept + slope * 100))
     assert prior.lookup("acme", "pro-only")[0] == pytest.approx(intercept + slope * 45)
     # own figure and proxy both count: their mean (a saturated benchmark no longer hides what another separates)
     assert prior.lookup("acme", "both")[0] == pytest.approx((to_capability(62) + intercept + slope * 58) / 2)
-    assert prior.lookup("acme", "far-out")[0] == pytest.approx(upper)  # clamped to the fitted range
+    assert prior.lookup("acme", "far-down")[0] == pytest.approx(lower)
+    assert prior.lookup("acme", "far-up")[0] == pytest.approx(intercept + slope * 99)
+    assert prior.lookup("acme", "far-up")[0] > to_capability(87)
     # too few models with both: no line, so the proxy is not used
     assert "MMLU-Pro" not in fit_proxy_lines({("x",): {"MMLU": 70.0, "MMLU-Pro": 40.0}})
+
+
+def test_measured_figures_and_a_narrower_file_keep_the_lines_anchors(tmp_path):
+    """Onboarding's measured MMLU-Pro reaches knowledge through a line; neither a figures file that leaves the
+    anchoring models out nor the measured rows themselves may move or remove that line (issue 32). A file that
+    leaves the benchmark itself out leaves its line out too (a benchmark held out stays held out)."""
+    anchors = [("acme", f"m{i}", b, s) for i, pair in enumerate([(60, 30), (70, 40), (80, 50), (87, 57)])
+               for b, s in zip(("MMLU", "MMLU-Pro"), pair)]
+    full = CapabilityPrior(rows(*anchors))
+    narrow = rows(("acme", "other", "MMLU", 75.0), ("acme", "pro-only", "MMLU-Pro", 40.0))  # the anchors left out
+    measured = rows(("huggingface", "new-model", "MMLU-Pro", 45.0))
+    onboarded = prior_with(narrow, measured, full)
+    line = full.lines["MMLU-Pro"]
+    assert onboarded.lines["MMLU-Pro"] == line
+    assert onboarded.lookup("huggingface", "new-model") == (pytest.approx(line[0] + line[1] * 45), "prior")
+    assert "MMLU-Pro" not in CapabilityPrior(narrow + measured).lines  # what it was before: no anchors, no line
+    assert onboarded.with_rows(measured).lines["MMLU-Pro"] == line
+    assert "MMLU-Pro" not in prior_with(rows(("acme", "other", "MMLU", 75.0)), [], full).lines
+
+    def written(keep) -> Path:  # the shipped file, only the rows `keep` accepts
+        path = tmp_path / f"figures-{len(list(tmp_path.iterdir()))}.csv"
+        with DEFAULT_PRIOR_PATH.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            kept = [r for r in reader if keep(r)]
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=reader.fieldnames, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(kept)
+        return path
+
+    # SWITCHBOARD_MODEL_FIGURES naming a file without the models that anchor MMLU-Pro: the shipped anchors stay
+    shipped = load_default_router().prior
+    anchoring = {r.model for r in shipped.rows if r.benchmark == "MMLU-Pro"} & \
+        {r.model for r in shipped.rows if r.benchmark == "MMLU"}
+    loaded = load_default_router(prior_path=written(lambda r: r["model"].strip().lower() not in anchoring)).prior
+    assert loaded.lines["MMLU-Pro"] == pytest.approx(shipped.lines["MMLU-Pro"])
+    assert not anchoring & {r.model for r in loaded.rows}  # the evidence is the named file's alone
+    assert "MMLU-Pro" not in load_default_router(prior_path=written(lambda r: r["benchmark"] != "MMLU-Pro")).prior.lines
+
+
+def test_a_saturated_figure_neither_fits_a_line_nor_squashes_a_harder_benchmark():
+    """Every frontier model scores about 90 on MMLU: the GPQA line is fitted where MMLU still separates, and a
+    model at 91 on MMLU reads knowledge from GPQA (never below its MMLU)."""
+    fitted = [(60, 30), (70, 35), (80, 45), (86, 52)]
+    figures = [("acme", f"m{i}", b, s) for i, pair in enumerate(fitted) for b, s in zip(("MMLU", "GPQA"), pair)]
+    figures += [("acme", "frontier", "MMLU", 91.0), ("acme", "frontier", "GPQA", 85.0),
+                ("acme", "older", "MMLU", 90.0), ("acme", "older", "GPQA", 50.0),
+                ("acme", "saturated-only", "MMLU", 92.0)]
+    prior = CapabilityPrior(rows(*figures))
+    intercept, slope, *_ = prior.lines["GPQA"]
+    expected_slope, expected_intercept = np.polyfit([g for _, g in fitted], [to_capability(m) for m, _ in fitted], 1)
+    assert (slope, intercept) == (pytest.approx(expected_slope), pytest.approx(expected_intercept))
+    assert prior.lookup("acme", "frontier")[0] == pytest.approx(intercept + slope * 85)
+    assert prior.lookup("acme", "frontier")[0] > to_capability(91) + 1
+    assert prior.lookup("acme", "older")[0] == pytest.approx(to_capability(90))  # the floor
+    assert prior.lookup("acme", "saturated-only")[0] == pytest.approx(to_capability(92))
 
 
 def test_the_uncertain_prior_is_a_low_quantile_of_known_models_and_ignores_price():
@@ -158,11 +228,17 @@ def test_explain_says_where_each_axis_came_from(router):
     assert set(out[0]["skills"]) == set(AXES)
 
 
+INDEX_BENCHMARKS = {"ECI"}
+
+
 def test_every_shipped_figure_has_a_cited_source_and_a_known_benchmark():
     known = {b for group in (AXIS_BENCHMARKS, PROXY_BENCHMARKS) for bs in group.values() for b in bs}
     with DEFAULT_PRIOR_PATH.open(newline="", encoding="utf-8") as f:
         shipped = list(csv.DictReader(f))
     assert shipped and all(r["benchmark"] in known for r in shipped)
-    assert all(r["source_url"].startswith("https://") and r["model"] and 0 <= float(r["score"]) <= 100 for r in shipped)
+    assert all(r["source_url"].startswith("https://") and r["model"] for r in shipped)
+    # percentages, except the indexes (Epoch's ECI), whose scale is their own
+    assert all(0 <= float(r["score"]) <= 100 for r in shipped if r["benchmark"] not in INDEX_BENCHMARKS)
+    assert all(r["date"] and r["setting"] and r["licence"] for r in shipped if r["benchmark"] in INDEX_BENCHMARKS)
     # one figure per (provider, model, benchmark): a second would silently average
     assert len({(r["provider"], r["model"].lower(), r["benchmark"]) for r in shipped}) == len(shipped)

@@ -1,8 +1,10 @@
 """Checked by mypy, never run (tests/storage/test_interfaces.py): every implementation of the system of record
 (DuckDB's LocalStore, the owner's RPC client, PostgreSQL's store) satisfies storage/interfaces.py, each repository its domain's interface and each store the whole."""
 
-from storage.interfaces import Accounts, Jobs, Maintenance, ModelFigures, Optimizations, Preferences, Routers, Store
+from storage.interfaces import (Accounts, Budgets, Jobs, Maintenance, ModelFigures, Optimizations, Preferences,
+                                Routers, Store)
 from storage.repositories.accounts import AccountRepository
+from storage.repositories.budgets import BudgetRepository
 from storage.repositories.jobs import JobRepository
 from storage.repositories.maintenance import MaintenanceRepository
 from storage.repositories.model_figures import ModelFiguresRepository
@@ -34,3 +36,7 @@ def repositories(a: AccountRepository, p: PreferenceRepository, j: JobRepository
 
 def model_figures(repository: ModelFiguresRepository) -> ModelFigures:
     return repository
+
+
+def budget_repository(b: BudgetRepository) -> Budgets:
+    return b

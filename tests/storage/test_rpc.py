@@ -328,3 +328,25 @@ def test_acknowledged_writes_survive_a_killed_owner(fresh_server):
         assert store.preferences.get("crash", pref.preference_id).name == "before the crash"
     finally:
         store.close()
+
+
+def test_budgets_and_key_management_round_trip_through_the_owner(remote):
+    """Issue 34: API workers behind a store owner reserve, settle and read budgets over the RPC, and admins manage
+    keys through it; the records keep their types (datetimes, nested refusals)."""
+    from storage.budget_records import Spender
+
+    issued = remote.accounts.issue_key("rpc-budget", organization_id="rpc-org")
+    who = Spender(issued.info.key_id, "rpc-budget", "rpc-org")
+    remote.budgets.set_budget("admin", "rpc-org", "key", who.key_id, "day", 0.5)
+    held = remote.budgets.reserve(who, 0.3)
+    assert held.reservation_id and held.refused is None
+    refused = remote.budgets.reserve(who, 0.3)
+    assert refused.refused is not None and refused.refused.resets_at.tzinfo is not None
+    remote.budgets.settle(who, held, 0.25)
+    [status] = remote.budgets.status(who)
+    assert status.spent_usd == pytest.approx(0.25) and status.reserved_usd == pytest.approx(0.0)
+    rotated = remote.accounts.rotate_key(who.key_id, 60, actor="admin")
+    assert rotated.user.key_id == rotated.info.key_id
+    details = {k.key_id: k for k in remote.accounts.key_details("rpc-org")}
+    assert details[who.key_id].expires_at is not None and details[who.key_id].spent_today_usd == pytest.approx(0.25)
+    assert [e.action for e in remote.accounts.audit("rpc-org")][:2] == ["key.rotate", "budget.set"]

@@ -35,7 +35,7 @@ def child_env() -> dict[str, str]:
 def test_issue_creates_a_user_with_defaults(store):
     issued = store.accounts.issue_key("alice")
     assert issued.user == User(user_id="alice", organization_id="alice", tier="free", prompt_optimization=False,
-                               is_admin=False)
+                               is_admin=False, key_id=issued.info.key_id)
     assert issued.key.startswith(keyfmt.KEY_PREFIX) and len(issued.key) > 40
     assert issued.info.user_id == "alice" and issued.info.revoked_at is None
     assert issued.info.key_prefix == display_prefix(issued.key) == issued.key[:9]
@@ -53,14 +53,15 @@ def test_issue_with_attributes_for_a_new_user(store):
 def test_second_issue_updates_only_the_attributes_given(store):
     first = store.accounts.issue_key("carol", organization_id="acme", tier="starter", prompt_optimization=True)
     second = store.accounts.issue_key("carol", tier="startup")
-    assert second.user == User("carol", "acme", "startup", True, False)
+    assert second.user == User("carol", "acme", "startup", True, False, key_id=second.info.key_id)
     third = store.accounts.issue_key("carol", prompt_optimization=False)
-    assert third.user == User("carol", "acme", "startup", False, False)
+    assert third.user == User("carol", "acme", "startup", False, False, key_id=third.info.key_id)
     store.accounts.issue_key("carol", is_admin=True)
     assert store.accounts.issue_key("carol").user.is_admin  # admin is never silently taken away
     # Every key stays valid and points at the current user record.
     for issued in (first, second, third):
-        assert store.accounts.user_for_key(hash_key(issued.key)) == User("carol", "acme", "startup", False, True)
+        assert store.accounts.user_for_key(hash_key(issued.key)) == User("carol", "acme", "startup", False, True,
+                                                                         key_id=issued.info.key_id)
     assert len({first.key, second.key, third.key}) == 3
 
 
