@@ -16,6 +16,8 @@ from api.body_guard import BodyReadGuard
 from api.controllers.admin import AdminController
 from api.controllers.feedback import report_feedback
 from api.controllers.gateway import chat_completions, list_routing_models
+from api.controllers.messages import create_message
+from api.openapi_viewer import render_plugins, viewer_asset
 from api.controllers.health import health, ready
 from api.controllers.internal import OWNER_ROUTES
 from api.controllers.metrics import metrics
@@ -101,8 +103,9 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
     app = Litestar(
         route_handlers=[ready, health, *([metrics] if settings.metrics_enabled else []), list_models,
                         PreferenceController, model_select, report_feedback, *OWNER_ROUTES,
-                        train_custom_router, PromptOptimizationController, chat_completions, list_routing_models,
-                        *ONBOARDING_ROUTES, AdminController, UsageController],
+                        train_custom_router, PromptOptimizationController, chat_completions, create_message,
+                        list_routing_models,
+                        *ONBOARDING_ROUTES, AdminController, UsageController, viewer_asset],
         lifespan=[lifespan],
         dependencies={"owner": Provide(provide_owner, sync_to_thread=False),
                       "readiness": component("readiness"),
@@ -114,7 +117,8 @@ def create_app(settings: Settings | None = None, *, publish_owner: bool = True) 
         openapi_config=OpenAPIConfig(
             title="switchboard", version="0.1.0",
             description="LLM routing and prompt optimization (Not Diamond-compatible /v2 interface)",
-            path="/schema", components=Components(security_schemes=SECURITY_SCHEMES)),
+            path="/schema", components=Components(security_schemes=SECURITY_SCHEMES),
+            render_plugins=render_plugins()),  # the viewer's assets are served here: /schema works offline
         debug=False,
     )
     # Wrap the whole handler chain, not one route: 404s and 405s also need their request id, and every body read

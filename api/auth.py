@@ -28,8 +28,13 @@ SECURITY = [{SECURITY_SCHEME_NAME: []}]
 USER_SCOPE_KEY = "switchboard.user"
 
 
+ANTHROPIC_KEY_PATH = "/v1/messages"  # where Anthropic's clients send the key as `x-api-key` (their default)
+
+
 def _bearer_token(request: Request) -> str:
     header = request.headers.get("authorization")
+    if not header and request.url.path == ANTHROPIC_KEY_PATH and request.headers.get("x-api-key", "").strip():
+        return request.headers["x-api-key"].strip()
     if not header:
         raise Unauthorized("missing Authorization header; send `Authorization: Bearer <API_KEY>`")
     scheme, _, token = header.partition(" ")

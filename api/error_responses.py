@@ -68,6 +68,27 @@ def _bounded(value: Any) -> Any:
 OPENAI_PATHS = "/v1/"  # the gateway's routes: their clients parse OpenAI's error shape, not the spec's envelope
 
 
+ANTHROPIC_PATH = "/v1/messages"  # the anthropic client reads {"type": "error", "error": {type, message}}
+
+# Anthropic's error types by HTTP status (its clients pick the exception class by status, and show the type).
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error",
+               529: "overloaded_error"}
+
+
+def error_type(status: int) -> str:
+    return ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+
+
+def anthropic_error(status: int, message: str, code: str, request_id: str | None,
+                    details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Anthropic's error shape; switchboard's code, request id and details ride along as extra fields."""
+    error: dict[str, Any] = {"type": error_type(status), "message": message, "code": code.lower()}
+    if details:
+        error["details"] = details
+    return {"type": "error", "error": error, "request_id": request_id}
+
+
 def openai_shaped(request: Request) -> bool:
     return request.url.path.startswith(OPENAI_PATHS)
 
@@ -75,6 +96,11 @@ def openai_shaped(request: Request) -> bool:
 def envelope(request: Request, status: int, code: str, type_: str, message: str,
              details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Response:
     note_error(code)  # the access line and the refusal counters name it
+    if request.url.path == ANTHROPIC_PATH:
+        shaped = anthropic_error(status, _clip(message, MAX_MESSAGE_CHARS), code, request_id_of(request.scope),
+                                 _bounded(details) if details else None)
+        return Response(content=msgspec.json.encode(shaped), status_code=status, media_type=MediaType.JSON,
+                        headers=headers)
     if openai_shaped(request):
         # {"error": {message, type, param, code}} as OpenAI's clients read it; request_id and details ride along.
         error = {"message": _clip(message, MAX_MESSAGE_CHARS), "type": type_, "param": None, "code": code.lower(),

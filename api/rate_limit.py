@@ -27,7 +27,7 @@ from api.errors import TooManyRequests
 
 SELECT, JOBS, KEY_LOOKUP = "select", "jobs", "key-lookup"
 # Operations billed to the large `select` class; everything else authenticated is a `jobs` request.
-SELECT_OPERATIONS = frozenset({"modelSelect", "reportFeedback", "chatCompletions"})
+SELECT_OPERATIONS = frozenset({"modelSelect", "reportFeedback", "chatCompletions", "anthropicMessages"})
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,9 @@ class Settings:
     gateway_max_per_upstream: int = 256
     gateway_max_per_key: int = 64
     gateway_pool_wait_s: float = 2.0
+    # Named deployments (issue 35; api/deployments.py): how long a deployment that failed 3 calls in a row is tried
+    # last, after its model's other deployments (the file itself: SWITCHBOARD_DEPLOYMENTS, read by api/deployments.py).
+    deployment_cooldown_s: float = 30.0
     # Operators' telemetry (docs/operations.md): GET /metrics (on unless SWITCHBOARD_METRICS=0) and the bearer token
     # it then requires, if any; the log's level and format (text or json); traces when OTEL_* variables name an
     # OTLP endpoint (api/observability/tracing.py).
@@ -389,6 +392,7 @@ def get_settings() -> Settings:
         gateway_max_per_upstream=max(1, _int("SWITCHBOARD_GATEWAY_MAX_PER_UPSTREAM", 256)),
         gateway_max_per_key=max(1, _int("SWITCHBOARD_GATEWAY_MAX_PER_KEY", 64)),
         gateway_pool_wait_s=max(0.0, _float("SWITCHBOARD_GATEWAY_POOL_WAIT_S", 2.0)),
+        deployment_cooldown_s=max(0.0, _float("SWITCHBOARD_DEPLOYMENT_COOLDOWN_S", 30.0)),
         metrics_enabled=os.environ.get("SWITCHBOARD_METRICS", "1").strip().lower() not in ("0", "false", "off", "no"),
         metrics_token=os.environ.get("SWITCHBOARD_METRICS_TOKEN") or None,
         log_level=_choice("SWITCHBOARD_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR")),

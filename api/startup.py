@@ -16,6 +16,7 @@ from api.custom_router.startup import custom_router_services
 from api.gateway.calls import CallLog
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.service import GatewayService
+from api import deployments
 from api.launcher import PrefectLauncher
 from api.model_figures.live import CurrentRouter, LiveFigures
 from api.model_figures.onboarding import OnboardingService
@@ -38,7 +39,7 @@ from api.selection.sessions import SessionLog
 from api.key_admin import KeyAdminService
 from api.services import Services
 from api.usage import UsageService
-from api.settings import Settings
+from api.settings import OptimizeSettings, Settings
 from storage import owner
 from storage.interfaces import Store
 
@@ -59,6 +60,8 @@ def build_services(settings: Settings, store: Store) -> Services:
     sessions = SessionLog(settings.events_dir, settings.session_flush_seconds).start()
     memory = FeedbackMemory()
     catalogue = load_catalogue()
+    # which source configures each provider (never a key); a broken deployments file stops the start here
+    deployments.log_sources(sorted(catalogue.providers()), settings.optimize or OptimizeSettings())
     registry, training = custom_router_services(settings, store, catalogue, router.featurizer)
     preference_cache = PreferenceCache(store, settings.preference_cache_seconds).attach()
     dial = TrafficDial(pool_scorer(CurrentRouter(figures), router.featurizer)).start()
@@ -84,7 +87,7 @@ def build_services(settings: Settings, store: Store) -> Services:
         authenticator=Authenticator(store.accounts, AuthCache(settings.auth_cache_seconds), rate_limiter(settings),
                                     trusted_proxies=parse_networks(settings.trusted_proxies)).attach(store),
         selection=selection, feedback=feedback, sessions=sessions,
-        preferences=PreferenceService(store.preferences, store.routers, settings.layout),
+        preferences=PreferenceService(store.preferences, store.routers, settings.layout, store.learning),
         custom_routers=registry, router_training=training, prompt_optimization=runs,
         readiness=Readiness(store, settings.prefect_api_url, settings.prefect_auth_string), gateway=gateway,
         figures=figures, onboarding=OnboardingService(store, catalogue, settings, PrefectLauncher("onboarding"),

@@ -14,6 +14,7 @@ import anyio
 import msgspec
 
 from api.budgets import BudgetGate, Hold, prompt_tokens_of, spender_of, worst_case_usd
+from api.deployments import current, deployment_keys, routes
 from api.errors import ApiError
 from api.gateway import wire
 from api.gateway.admission import Admission, Lease
@@ -23,6 +24,7 @@ from api.gateway.headers import model_header
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.redaction import Scrubber
 from api.gateway.relay import first_data, relay, upstream_error, well_formed
+from api.gateway.balancing import Balancer
 from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport,
                                   not_configured_message)
 from api.observability import hooks as telemetry
@@ -107,7 +109,9 @@ class GatewayService:
                                  settings.gateway_pool_wait_s)
         self.admission = Admission(settings.gateway_pool_size, settings.gateway_max_per_upstream,
                                    settings.gateway_max_per_key, settings.gateway_pool_wait_s)
-        self.scrub = Scrubber(self.keys.secrets)  # every provider text passes it (api/gateway/redaction.py)
+        self.balancer = Balancer(settings.deployment_cooldown_s)
+        # every provider text passes it (api/gateway/redaction.py), the deployments file's keys included
+        self.scrub = Scrubber((*self.keys.secrets, *deployment_keys()))
         self.first_byte_s = settings.gateway_first_byte_timeout_s
         self.attempt_total_s = settings.gateway_attempt_total_timeout_s
         self.request_total_s = settings.gateway_request_total_timeout_s
@@ -145,6 +149,10 @@ class GatewayService:
                     else await anyio.to_thread.run_sync(self.selection.preference, user, goal.preference_id))
             call.preference = pref
             stored = pref.llm_providers if pref is not None and req.llm_providers is None else None
+            if pref is not None and req.llm_providers is None and not stored and pref.has_custom_router:
+                # no candidates named or stored: those its custom router was trained on (raises while it trains)
+                router = self.selection.custom_routers.for_preference(pref)
+                stored = list(getattr(router, "models", ())) or None
         sreq = wire.selection_request(req, goal, stored)
         # A conversation sent whole, with no previous_session, is recognised by its earlier turns' digest.
         previous = None if req.previous_session else self.calls.continued(req.messages, user.user_id)
@@ -160,7 +168,9 @@ class GatewayService:
 
     async def _call(self, body: dict[str, Any], ranked: list[ResolvedCandidate], call: Call, stream: bool,
                     want_usage: bool) -> Answer | Streamed:
-        reachable = [(c, ep) for c in ranked if (ep := endpoint(c.candidate.provider, self.keys)) is not None]
+        # each candidate's deployments (api/deployments.py), balanced by weight with cooling ones last
+        reachable = [(c, route) for c in ranked
+                     for route in self.balancer.order(routes(c.candidate.provider, c.candidate.model, self.keys))]
         if not reachable:
             call.http_status, call.error = 400, "no provider configured"
             self.calls.record(call)
@@ -174,20 +184,24 @@ class GatewayService:
         loop = asyncio.get_running_loop()
         request_deadline = loop.time() + self.request_total_s
         try:
-            for candidate, ep in tried:
+            for candidate, route in tried:
                 if failure is not None and loop.time() >= request_deadline:
                     break  # SWITCHBOARD_GATEWAY_REQUEST_TOTAL_TIMEOUT_S: no time left for another candidate
-                payload = wire.forwarded(body, candidate.candidate.model, stream)
+                payload = wire.forwarded(body, route.model, stream)  # the deployment's own model id
+                ep = endpoint(route)
                 began, in_flight = call.begin_attempt(), candidate.candidate.key
                 ep = telemetry.attempt_began(candidate, ep)  # metrics, the attempt's span and its traceparent
                 deadline = min(loop.time() + self.attempt_total_s, request_deadline)
                 outcome = await self._attempt(ep, payload, candidate, call, stream, want_usage, deadline)
                 telemetry.attempt_ended(outcome.outcome if isinstance(outcome, Failure) else "ok", stream)
                 if not isinstance(outcome, Failure):
+                    self.balancer.succeeded(route.deployment)
                     call.attempt(candidate.candidate.key, "ok", began)
                     # recorded once the answer is sent (the controller's background task); a stream, when it ends
                     return outcome
                 failure, in_flight = outcome, None
+                if failure.retryable:
+                    self.balancer.failed(route.deployment)
                 call.attempt(candidate.candidate.key, failure.outcome, began)
                 call.error = self.scrub(failure.message)
                 if not failure.retryable:
@@ -358,8 +372,10 @@ class GatewayService:
         return None if vector is None else [float(v) for v in vector]
 
     def model_list(self, user: User) -> bytes:
-        """GET /v1/models: the routing names this key may use, as OpenAI's model list."""
+        """GET /v1/models: what this key may name, as OpenAI's model list: the routing names (its preferences'
+        included), then every model this server can call by name (the deployments file's, api/deployments.py)."""
         names = [wire.ROUTING_NAME] + [f"{wire.ROUTING_NAME}/{p.preference_id}"
                                        for p in self.preferences.for_user(user.user_id)]
+        names += sorted(current().models)
         return msgspec.json.encode({"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "switchboard"} for name in names]})

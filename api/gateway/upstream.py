@@ -14,22 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.gateway.bodies import BadEncoding, TooLarge, read_capped
-from api.settings import OptimizeSettings
+from api.deployments import Route, usual_key_variables
 
-# The providers' own OpenAI-compatible endpoints, used when a key is set and no base URL overrides them.
-DEFAULT_BASES = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com/v1",
-    "google": "https://generativelanguage.googleapis.com/v1beta/openai",
-    "mistral": "https://api.mistral.ai/v1",
-    "togetherai": "https://api.together.xyz/v1",
-    "cohere": "https://api.cohere.ai/compatibility/v1",
-    "perplexity": "https://api.perplexity.ai",
-    "deepseek": "https://api.deepseek.com/v1",
-    "xai": "https://api.x.ai/v1",
-    "moonshot": "https://api.moonshot.ai/v1",
-    "zai": "https://api.z.ai/api/paas/v4",
-}
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CONTEXT_MARKERS = ("context_length_exceeded", "context length", "context window", "maximum context",
                    "too many tokens", "prompt is too long", "reduce the length", "string_above_max_length")
@@ -41,26 +27,23 @@ class Endpoint:
     headers: dict[str, str]
 
 
-def endpoint(provider: str, settings: OptimizeSettings) -> Endpoint | None:
-    """The provider's chat endpoint, or None when this server has neither a base URL nor a key for it."""
-    base, key = settings.api_base(provider), settings.api_key(provider)
-    if not base:
-        if not key or provider not in DEFAULT_BASES:
-            return None
-        base = DEFAULT_BASES[provider]
+def endpoint(route: Route) -> Endpoint:
+    """A route's chat endpoint (api/deployments.py resolves which routes a model has)."""
     # Only the encodings api/gateway/bodies.py undoes itself (within the size bound) are offered.
     headers = {"content-type": "application/json", "accept": "application/json", "accept-encoding": "gzip, deflate"}
-    if key:
-        headers["authorization"] = f"Bearer {key}"
-    return Endpoint(base.rstrip("/") + "/chat/completions", headers)
+    if route.key:
+        headers["authorization"] = f"Bearer {route.key}"
+    return Endpoint(route.base.rstrip("/") + "/chat/completions", headers)
 
 
 def not_configured_message(providers: list[str]) -> str:
     names = ", ".join(sorted(set(providers)))
-    one = providers[0].upper()
-    return (f"no provider credentials on this server for {names}: set SWITCHBOARD_{one}_API_KEY (a key for the "
-            f"provider's own endpoint) or SWITCHBOARD_{one}_API_BASE (an OpenAI-compatible server; "
-            "SWITCHBOARD_LLM_API_BASE for every provider)")
+    one = providers[0]
+    usual = " or ".join(usual_key_variables(one))
+    return (f"no provider credentials on this server for {names}: set SWITCHBOARD_{one.upper()}_API_KEY or {usual} "
+            f"(a key for the provider's own endpoint), SWITCHBOARD_{one.upper()}_API_BASE (an OpenAI-compatible "
+            "server; SWITCHBOARD_LLM_API_BASE for every provider), or name the model in the deployments file "
+            "(SWITCHBOARD_DEPLOYMENTS)")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import msgspec
 from api.errors import BadRequest
 from api.schemas.common import CostQualityTradeoff, ModelDepth, QualifiedModel, readable
 from api.schemas.model_select import Identifier, LLMProvider, ModelSelectRequest
+from api.schemas.preferences import read_entry
 
 ROUTING_NAME = "switchboard"
 # Read by the gateway, never forwarded (the official client sends them through `extra_body`).
@@ -74,7 +75,7 @@ def target(model: str) -> Target:
 def candidates(req: ChatRequest, stored: list[str] | None = None) -> list[LLMProvider]:
     """The request's candidates, else those its preference stores."""
     out = []
-    for entry in req.llm_providers or stored or ():
+    for entry in req.llm_providers or [read_entry(e) for e in stored or ()]:
         if isinstance(entry, str):
             parts = provider_model(entry)
             if parts is None:
@@ -89,7 +90,8 @@ def selection_request(req: ChatRequest, goal: Target, stored: list[str] | None =
     if not providers:
         raise BadRequest("routing needs candidates: send llm_providers (with the openai client, in extra_body), "
                          "e.g. [\"openai/gpt-4o\", \"openai/gpt-4o-mini\"], or store them on the preference "
-                         "(llm_providers of /v2/preferences/userPreferenceUpdate)", code="NO_CANDIDATES")
+                         "(llm_providers of /v2/preferences/userPreferenceUpdate) or train it a custom router",
+                         code="NO_CANDIDATES")
     return ModelSelectRequest(messages=req.messages, llm_providers=providers, tools=req.tools,
                               hash_content=req.hash_content, max_model_depth=req.max_model_depth,
                               tradeoff=req.tradeoff, cost_quality_tradeoff=req.cost_quality_tradeoff,

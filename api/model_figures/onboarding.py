@@ -54,7 +54,7 @@ class OnboardingService:
             raise ValidationFailed(f"{provider}/{model} already has figures the router uses; nothing to measure",
                                    code="MODEL_HAS_FIGURES", details={"model": f"{provider}/{model}"})
         optimize = self.settings.optimize or OptimizeSettings()
-        if not reachable(provider, optimize):
+        if not reachable(provider, optimize, model=model):
             missing = Unreachable(provider, ((f"{provider}/{model}", ROLE),), key_variables(provider))
             raise ValidationFailed("this service cannot call the model: " + missing.message(),
                                    code="PROVIDER_NOT_CONFIGURED", details={"unreachable": [missing.details()]})

@@ -1,7 +1,7 @@
 """Whether this service can call the models a prompt optimization needs, and, when it cannot, which setting is
 missing.
 
-A model is reachable in a role when a base URL points it at an OpenAI-compatible server: the role's own
+A model is reachable in a role when the deployments file names it (api/deployments.py, the one resolver), or a base URL points it at an OpenAI-compatible server: the role's own
 (SWITCHBOARD_OPTIMIZE_<ROLE>_API_BASE, role = target, origin, judge or reflection), else its provider's
 (SWITCHBOARD_<PROVIDER>_API_BASE), else SWITCHBOARD_LLM_API_BASE for every provider (flows/prompt_opt/llm.py sends the
 calls there, with a key only if one is configured), or else when one of the key variables LiteLLM reads for it is set
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api.catalogue.providers import PROVIDERS_BY_NAME
+from api.deployments import DEPLOYMENTS_ENV, named, usual_key_variables
 from api.settings import OptimizeSettings, provider_key
 
 TARGET, ORIGIN, JUDGE, REFLECTION = "target model", "origin model", "judge model", "reflection model"
@@ -44,16 +44,17 @@ class Unreachable:
         own, every = self.base_url_settings
         keys = " or ".join(self.key_variables)
         return (f"no credentials for provider {self.provider}, needed by {models}: set {keys}"
-                f", or point {self.provider} at an OpenAI-compatible server with {own} ({every} for every provider)")
+                f", or point {self.provider} at an OpenAI-compatible server with {own} ({every} for every provider)"
+                ", or name the model in the deployments file (SWITCHBOARD_DEPLOYMENTS)")
 
     def details(self) -> dict[str, Any]:
         return {"provider": self.provider, "models": [{"model": name, "role": role} for name, role in self.models],
-                "set_one_of": list(self.key_variables), "or_base_url": list(self.base_url_settings)}
+                "set_one_of": list(self.key_variables), "or_base_url": list(self.base_url_settings),
+                "or_deployments_file": DEPLOYMENTS_ENV}
 
 
 def key_variables(provider: str) -> tuple[str, ...]:
-    known = PROVIDERS_BY_NAME.get(provider)
-    return known.key_variables if known and known.key_variables else (f"{provider.upper()}_API_KEY",)
+    return usual_key_variables(provider)
 
 
 def short_role(role: str) -> str:
@@ -61,7 +62,9 @@ def short_role(role: str) -> str:
     return role.split()[0]
 
 
-def reachable(provider: str, settings: OptimizeSettings, role: str | None = None) -> bool:
+def reachable(provider: str, settings: OptimizeSettings, role: str | None = None, model: str | None = None) -> bool:
+    if model is not None and named(f"{provider}/{model}") is not None:  # the deployments file serves it
+        return True
     if settings.api_base(provider, short_role(role) if role else None):
         return True
     return any(name in settings.credential_names for name in key_variables(provider))
@@ -106,7 +109,7 @@ def unreachable(models: list[tuple[str, str, str]], settings: OptimizeSettings) 
     """The providers among `models` (provider, model, role) that cannot be called, each with the models needing it."""
     found: dict[str, list[tuple[str, str]]] = {}
     for provider, model, role in models:
-        if not reachable(provider, settings, role):
+        if not reachable(provider, settings, role, model):
             entry = (f"{provider}/{model}", role)
             if entry not in found.setdefault(provider, []):
                 found[provider].append(entry)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.catalogue import Catalogue, billed_prices
+from api.deployments import figures, named
 from api.errors import ApiError, Unauthorized, ValidationFailed
 from api.prompt_optimization import templates
 from api.schemas.prompt_optimization import (
@@ -129,6 +130,13 @@ def _model(p: RequestProvider, catalogue: Catalogue, custom: dict[str, dict[str,
     if p.is_custom:
         return _custom(p, catalogue, custom)
     found = catalogue.get(p.provider, p.model)
+    if found is None and (spec := named(f"{p.provider}/{p.model}")) is not None:
+        # a model of the deployments file (api/deployments.py): served there, priced by the file
+        described = figures(spec)
+        custom[f"{p.provider}/{p.model}"] = {"input_price": described["input_price"],
+                                             "output_price": described["output_price"],
+                                             "context_length": int(described["context_length"])}
+        return p.provider, p.model
     return (found.provider, found.model) if found else None
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from api import deployments
 from api.catalogue import Catalogue, billed_prices
 from api.errors import BadRequest
 from api.routing.router import Candidate
@@ -59,6 +60,18 @@ def _custom(p: LLMProvider, aggregator: bool, catalogue: Catalogue) -> ResolvedC
     return ResolvedCandidate(candidate, label, is_custom=True)
 
 
+def _deployed(name: str, spec: deployments.ModelSpec, p: LLMProvider, aggregator: bool) -> ResolvedCandidate:
+    """A model named in the deployments file (api/deployments.py), as a custom candidate carrying the file's figures
+    (or its defaults): callers name it like any catalogue model."""
+    provider, _, model = name.partition("/")
+    figures = deployments.figures(spec)
+    candidate = Candidate(provider=provider, model=model, input_price=figures["input_price"],
+                          output_price=figures["output_price"], context_length=int(figures["context_length"]),
+                          latency_s=figures["latency"], supports_function_calling=None)
+    label = SelectedProvider(provider=provider, model=p.model if aggregator and not p.provider else model)
+    return ResolvedCandidate(candidate, label, is_custom=True)
+
+
 def resolve(providers: list[LLMProvider], catalogue: Catalogue, aggregator: bool) -> list[ResolvedCandidate]:
     """Resolve, collapse duplicates (first mention wins, order kept), and name every unknown model at once."""
     resolved: dict[str, ResolvedCandidate] = {}
@@ -77,6 +90,10 @@ def resolve(providers: list[LLMProvider], catalogue: Catalogue, aggregator: bool
             else:
                 entry = catalogue.get(p.provider, p.model)
                 name = f"{p.provider}/{p.model}"
+            if entry is None and (named := deployments.named(name)) is not None:
+                item = _deployed(name, named, p, aggregator)  # a self-hosted or renamed model: the file describes it
+                resolved.setdefault(item.candidate.key, item)
+                continue
             if entry is None:
                 unknown.append(name)
                 continue
@@ -92,7 +109,8 @@ def resolve(providers: list[LLMProvider], catalogue: Catalogue, aggregator: bool
     if unknown:
         raise BadRequest(
             f"not in the model catalogue: {', '.join(unknown)}. See GET /v2/models, or describe the model with "
-            "is_custom=true and context_length, input_price, output_price, latency",
+            "is_custom=true and context_length, input_price, output_price, latency, or (a server operator) name it "
+            "in the deployments file, SWITCHBOARD_DEPLOYMENTS",
             code="UNSUPPORTED_MODEL", details={"models": unknown})
     return list(resolved.values())
 

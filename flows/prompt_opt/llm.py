@@ -27,6 +27,7 @@ import dspy  # noqa: E402
 from dspy.lm15 import Config, Message, Request  # noqa: E402
 
 from api.catalogue.providers import PROVIDERS_BY_NAME  # noqa: E402
+from api.deployments import named, routes  # noqa: E402
 from api.prompt_optimization.credentials import Unreachable, key_variables, reachable  # noqa: E402
 from api.settings import OptimizeSettings  # noqa: E402
 from flows.prompt_opt.usage import Ledger  # noqa: E402
@@ -58,6 +59,10 @@ def litellm_route(provider: str, model: str, settings: OptimizeSettings, role: s
     """The LiteLLM model string and connection settings for a model in a role: the role's own endpoint, else the
     provider's, else every provider's (each an OpenAI-compatible server, sent the model id as-is), else the
     provider's own API through LiteLLM."""
+    deployed = routes(provider, model, settings, role) if named(f"{provider}/{model}") is not None else ()
+    if deployed:  # the deployments file (api/deployments.py): its heaviest deployment, with its own model id
+        route = max(deployed, key=lambda r: r.weight)
+        return {"model": f"openai/{route.model}", "api_base": route.base, "api_key": route.key or "unused"}
     base = settings.api_base(provider, role)
     if base:
         return {"model": f"openai/{model}", "api_base": base, "api_key": settings.api_key(provider, role) or "unused"}
@@ -72,7 +77,7 @@ class BilledLM(dspy.LM):
     def __init__(self, *, provider: str, model: str, prices: tuple[float, float], ledger: Ledger, task_type: str,
                  position: int, role: str, settings: OptimizeSettings, temperature: float = 0.0,
                  max_tokens: int | None = None) -> None:
-        if not reachable(provider, settings, role):
+        if not reachable(provider, settings, role, model):
             raise ProviderNotConfigured([Unreachable(provider, ((f"{provider}/{model}", role),),
                                                      key_variables(provider))])
         route = litellm_route(provider, model, settings, role)

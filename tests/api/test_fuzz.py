@@ -33,6 +33,10 @@ def assert_error_shape(response) -> None:
         assert set(body) == {"detail"}, body
         assert body["detail"] and all(set(item) == {"loc", "msg", "type"} for item in body["detail"]), body
         return
+    if body.get("type") == "error":  # POST /v1/messages: Anthropic's error shape (api/error_responses.py)
+        assert set(body) == {"type", "error", "request_id"} and body["request_id"] == response.headers["x-request-id"]
+        assert {"type", "message", "code"} <= set(body["error"]), body
+        return
     assert set(body) == {"error"}, body
     error = body["error"]
     assert {"code", "message", "type", "request_id"} <= set(error), body

@@ -107,6 +107,9 @@ MATRIX = [
          lambda c, ids, h: c.post(f"/admin/keys/{ids['key_id']}/revoke", headers=h),
          (*NOT_FOUND, "KEY_NOT_FOUND")),
     # Last: a successful delete by the owner removes the preference the other cases use.
+    Case("getPreference", "GET", "/v2/preferences/{preference_id:str}",
+         lambda c, ids, h: c.get(f"/v2/preferences/{ids['preference_id']}", headers=h),
+         (*NOT_FOUND, "PREFERENCE_NOT_FOUND")),
     Case("userPreferenceDelete", "DELETE", "/v2/preferences/userPreferenceDelete/{preference_id:str}",
          lambda c, ids, h: c.delete(f"/v2/preferences/userPreferenceDelete/{ids['preference_id']}", headers=h),
          (*NOT_FOUND, "PREFERENCE_NOT_FOUND")),

@@ -102,7 +102,8 @@ def test_an_lm_for_a_provider_without_credentials_is_refused_before_any_call(fak
     assert str(refused.value) == (
         "no credentials for provider anthropic, needed by anthropic/claude-haiku-4-5 (judge): set ANTHROPIC_API_KEY "
         "or ANTHROPIC_AUTH_TOKEN, or point anthropic at an OpenAI-compatible server with SWITCHBOARD_ANTHROPIC_API_BASE"
-        " (SWITCHBOARD_LLM_API_BASE for every provider)")
+        " (SWITCHBOARD_LLM_API_BASE for every provider), or name the model in the deployments file"
+        " (SWITCHBOARD_DEPLOYMENTS)")
     assert fake_llm.calls == []
     assert build(*MINI).reply([{"role": "user", "content": "hello"}])  # the base URL makes OpenAI reachable
 

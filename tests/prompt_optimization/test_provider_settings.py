@@ -49,10 +49,12 @@ def test_a_run_no_provider_can_serve_is_refused_naming_the_settings(client, conf
         "this service cannot call every model the run needs; no credentials for provider openai, needed by "
         "openai/gpt-4o-mini (target model), openai/gpt-4o-mini (judge model), openai/gpt-4o (reflection model): set "
         "OPENAI_API_KEY, or point openai at an OpenAI-compatible server with SWITCHBOARD_OPENAI_API_BASE "
-        "(SWITCHBOARD_LLM_API_BASE for every provider)")
+        "(SWITCHBOARD_LLM_API_BASE for every provider), or name the model in the deployments file "
+        "(SWITCHBOARD_DEPLOYMENTS)")
     assert err["details"] == {"unreachable": [{
         "provider": "openai", "set_one_of": ["OPENAI_API_KEY"],
         "or_base_url": ["SWITCHBOARD_OPENAI_API_BASE", "SWITCHBOARD_LLM_API_BASE"],
+        "or_deployments_file": "SWITCHBOARD_DEPLOYMENTS",
         "models": [{"model": "openai/gpt-4o-mini", "role": "target model"},
                    {"model": "openai/gpt-4o-mini", "role": "judge model"},
                    {"model": "openai/gpt-4o", "role": "reflection model"}]}]}

@@ -1,0 +1,35 @@
+"""POST /v1/messages: Anthropic's Messages format on the gateway's one path (api/gateway/service.py), translated
+to the chat-completions body the upstreams speak and back (api/gateway/messages.py, messages_answer.py). Errors
+take Anthropic's shape (api/error_responses.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import MediaType, Request, Response, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody
+from litestar.response import Stream
+
+from api.auth import SECURITY
+from api.controllers.gateway import AnswerResponse, EventStream, until_the_caller_leaves
+from api.dependencies import after_auth
+from api.gateway import messages, messages_answer
+from api.gateway.service import Answer, GatewayService
+from api.openapi_docs import error_responses
+from storage.records import User
+
+
+@post("/v1/messages", operation_id="anthropicMessages", tags=["gateway"], status_code=200,
+      summary="Route, call and record a message (Anthropic's Messages format)", security=SECURITY,
+      responses=error_responses(404), dependencies={"gateway": after_auth("gateway")})
+async def create_message(data: JSONBody[dict[str, Any]], user: NamedDependency[User],
+                         gateway: NamedDependency[GatewayService], request: Request) -> Response | Stream:
+    size = len(await request.body())
+    body = messages.chat_body(data, messages.parse(data))
+    result = await until_the_caller_leaves(request.receive, gateway.complete(body, size, user))
+    if isinstance(result, Answer):
+        return AnswerResponse(result.after, content=messages_answer.whole(result.body), media_type=MediaType.JSON,
+                              headers=result.headers)
+    return EventStream(messages_answer.translated(result.events), media_type="text/event-stream",
+                       headers={**result.headers, "cache-control": "no-cache"})
