@@ -240,7 +240,7 @@ def test_path_tricks_in_ids_are_a_bounded_404(client, headers, method, template,
         response = getattr(client, method)(template.format(trick), headers=headers, **body)
         if response.status_code in (405, 422) and trick in ("%2F", "%2e%2e"):
             # '/' or '..' made the path another route's (POST /v2/models/onboard): refused there, in its envelope
-            assert response.json().get("error", {}).get("code", "") in ("METHOD_NOT_ALLOWED", "") , trick
+            assert response.json().get("error", {}).get("code", "") in ("METHOD_NOT_ALLOWED", ""), trick
             assert_bounded(response)
             continue
         if template == "/v2/preferences/{}" and trick == "%2F":  # decoded, the list's own path: the caller's list
