@@ -40,8 +40,8 @@ async def lean_model_select(request: Request) -> Any:
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # ValidationError is a DecodeError
         return None  # a malformed body: the declared path reports it, in its order (json, key, schema)
     types = request.query_params.getall("type", ())
-    if len(types) > 1:
-        return None  # a repeated query parameter: the signature model's error, as before
+    if len(types) > 1 or types and not types[0]:
+        return None  # a repeated or blank query parameter: the signature model decides, as before
     # The app's `user` provider (api/app.py: the cached authenticator, in a trace span when tracing is on).
     user = await request.app.dependencies["user"].dependency(request)
     return await answer(request, data, user, request.app.state.services.selection, types[0] if types else None,
