@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -25,11 +26,9 @@ from api.cli.processes import Supervisor, free_port, say
 from api.cli.restarts import ChildRestarts
 from api.observability.metrics_dir import fresh_metrics_env
 from api.parent_watch import SUPERVISOR_PID_ENV
-from api.restart_rule import apply_restart_rule
 from api.settings import Settings, basic_auth, get_settings
 from flows.prefect_api import HOUSEKEEPING, SETTLE_ORPHANS_ENV
 from storage import owner
-from storage.store import LocalStore
 
 PREFECT_USER = "switchboard"
 
@@ -183,17 +182,12 @@ def serve(settings: Settings, host: str, port: int) -> int:
     if left:
         say(f"stopped {len(left)} process(es) left running by a supervisor that died: "
             + ", ".join(f"{c.name} (pid {c.pid})" for c in left))
-    if settings.database_url:  # PostgreSQL: no store owner; other hosts' flow runs may be live, so no restart rule
-        store = owner.open_store(settings.db_path, settings.run_dir, database_url=settings.database_url)
-    else:
-        store = LocalStore(settings.db_path)  # migrates, and refuses clearly if another process owns the file
-        apply_restart_rule(store)  # the runner starts afresh: flow runs of jobs still open died with the last start
-    if store.accounts.count_active_keys() == 0:
-        issued = store.accounts.issue_key("admin", organization_id="admin", tier="enterprise",
-                                          prompt_optimization=True, is_admin=True)
-        say("first start: created an admin API key. It is shown only this once; keep it safe:")
-        print(issued.key, flush=True)
-    store.close()
+    # In a process of its own, so that this one, which lives as long as the service, never loads DuckDB
+    sys.stdout.flush()
+    prepared = subprocess.run([sys.executable, "-m", "api.cli.prepare_store"], check=False,
+                              env={**os.environ, "SWITCHBOARD_DATA_DIR": str(settings.data_dir)})
+    if prepared.returncode:
+        return prepared.returncode
 
     sup = Supervisor(settings)
     sup.env["SWITCHBOARD_DATA_DIR"] = str(settings.data_dir)

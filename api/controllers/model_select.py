@@ -1,8 +1,21 @@
-"""POST /v2/modelRouter/modelSelect: the hot path. Thin: the work is in api.selection.service."""
+"""POST /v2/modelRouter/modelSelect: the hot path. Thin: the work is in api.selection.service.
+
+The lean path (docs/architecture.md, "The lean path of a hot endpoint"): the route's `before_request` hook, a
+documented Litestar seam that runs inside the app's middleware and exception handlers and whose non-None answer
+bypasses the handler, decodes the body with msgspec straight into ModelSelectRequest (strict, as
+api/request_body.py checks it), authenticates from the cache through the app's own `user` provider and decides,
+without Litestar's per-request kwargs extraction, dependency resolution or signature model (about a third of a
+modelSelect's CPU). A body that does not decode cleanly is handed back to the declared handler below (the hook
+answers None), so every malformed request gets exactly the errors, envelopes and order of checks it always had;
+the handler's signature is also what the OpenAPI schema documents.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
+import msgspec
 from litestar import Request, Response, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
@@ -17,23 +30,32 @@ from storage.records import User
 
 # Names the candidates the default router has no figures for (docs/api.md, "Model figures and onboarding").
 NO_EVIDENCE_HEADER = "x-switchboard-no-evidence"
+_DECODER = msgspec.json.Decoder(ModelSelectRequest, strict=True)
 
 
-@post("/v2/modelRouter/modelSelect", operation_id="modelSelect", tags=["routing"], status_code=200,
-      summary="Select the best model for a query", security=SECURITY, responses=error_responses(404),
-      dependencies={"selection": after_auth("selection")})
-async def model_select(
-    data: JSONBody[ModelSelectRequest],
-    user: NamedDependency[User],
-    selection: NamedDependency[SelectionService],
-    request: Request,
-    type: str | None = Parameter(default=None, description="'openrouter': accept and return provider/model ids"),
-) -> ModelSelectResponse | Response[ModelSelectResponse]:
+async def lean_model_select(request: Request) -> Any:
+    """The whole request without the dependency machinery, or None to let the declared handler answer it."""
+    body = await request.body()  # bounded by the app's body limit and api/body_guard.py, as before
+    try:
+        data = _DECODER.decode(body)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # ValidationError is a DecodeError
+        return None  # a malformed body: the declared path reports it, in its order (json, key, schema)
+    types = request.query_params.getall("type", ())
+    if len(types) > 1 or types and not types[0]:
+        return None  # a repeated or blank query parameter: the signature model decides, as before
+    # The app's `user` provider (api/app.py: the cached authenticator, in a trace span when tracing is on).
+    user = await request.app.dependencies["user"].dependency(request)
+    return await answer(request, data, user, request.app.state.services.selection, types[0] if types else None,
+                        len(body))
+
+
+async def answer(request: Request, data: ModelSelectRequest, user: User, selection: SelectionService,
+                 type_param: str | None, body_bytes: int) -> ModelSelectResponse | Response[ModelSelectResponse]:
     # A store call, a huge prompt or body: keep the event loop free for everyone else (the body is already read).
-    if selection.may_block(data, len(await request.body())):
-        decided = await anyio.to_thread.run_sync(selection.decide, data, user, type)
+    if selection.may_block(data, body_bytes):
+        decided = await anyio.to_thread.run_sync(selection.decide, data, user, type_param)
     else:
-        decided = selection.decide(data, user, type)  # the default path (~0.3 ms) is cheaper than a thread hop
+        decided = selection.decide(data, user, type_param)  # the default path (~0.3 ms) is cheaper than a thread hop
     if not decided.no_evidence:
         return decided.response
     # Candidates placed by the prior for the unknown: say so, and measure the reachable ones (onboarding).
@@ -41,3 +63,17 @@ async def model_select(
                                                        c.candidate.output_price) for c in decided.ranked
                                                       if c.candidate.key in decided.no_evidence])
     return Response(decided.response, headers=named_header(NO_EVIDENCE_HEADER, ",".join(decided.no_evidence)))
+
+
+@post("/v2/modelRouter/modelSelect", operation_id="modelSelect", tags=["routing"], status_code=200,
+      summary="Select the best model for a query", security=SECURITY, responses=error_responses(404),
+      dependencies={"selection": after_auth("selection")}, before_request=lean_model_select)
+async def model_select(
+    data: JSONBody[ModelSelectRequest],
+    user: NamedDependency[User],
+    selection: NamedDependency[SelectionService],
+    request: Request,
+    type: str | None = Parameter(default=None, description="'openrouter': accept and return provider/model ids"),
+) -> ModelSelectResponse | Response[ModelSelectResponse]:
+    # Reached when lean_model_select hands a request back; Litestar has validated it, or answered its error.
+    return await answer(request, data, user, selection, type, len(await request.body()))

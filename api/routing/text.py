@@ -214,4 +214,6 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Number of tokens in `text`. Special-token strings such as '<|endoftext|>' are counted as plain text."""
     if not text:
         return 0
-    return len(get_encoding(encoding).encode(text, disallowed_special=()))
+    # encode_ordinary is tiktoken's encode(text, disallowed_special=()) without building the special-token set
+    # and searching the text for them first (about 2 us of ~90 on a 2,000-character prompt; same count)
+    return len(get_encoding(encoding).encode_ordinary(text))
