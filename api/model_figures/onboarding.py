@@ -119,7 +119,8 @@ class OnboardingService:
 
     async def get(self, user: User, run_id: str) -> OnboardingRun:
         run = await off_loop(self.store.model_figures.onboarding, run_id)
-        if run is None or (run.organization_id != user.organization_id and not run.published and not user.is_admin):
+        # An admin key is its organization's (docs/operations.md, "Keys"): it reads and publishes its own runs only.
+        if run is None or (run.organization_id != user.organization_id and not run.published):
             raise NotFound(f"onboarding run {run_id!r} not found", code="ONBOARDING_NOT_FOUND",
                            details={"run_id": run_id})
         return run

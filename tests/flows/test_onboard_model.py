@@ -167,7 +167,7 @@ def test_onboarding_end_to_end_figures_per_organization_until_published(data_dir
         accounts = client.app.state.services.store.accounts
         alice = {"Authorization": f"Bearer {accounts.issue_key('alice', organization_id='acme').key}"}
         bob = {"Authorization": f"Bearer {accounts.issue_key('bob', organization_id='other').key}"}
-        admin = {"Authorization": f"Bearer {accounts.issue_key('root', organization_id='ops', is_admin=True).key}"}
+        admin = {"Authorization": f"Bearer {accounts.issue_key('root', organization_id='acme', is_admin=True).key}"}
         listed = client.get("/v2/models", headers=alice)
         assert listed.status_code == 200 and "private" in listed.headers["cache-control"]
         [run] = listed.json()["onboarded"]
