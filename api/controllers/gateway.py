@@ -37,30 +37,44 @@ async def chat_completions(data: JSONBody[dict[str, Any]], user: NamedDependency
 T = TypeVar("T")
 
 
+class CallerWatch:
+    """Cancels the current task when the caller disconnects (the body has been read, so the next ASGI message is the
+    disconnect); `left` says whether that is why it was cancelled. One plain task: an anyio task group's set-up and
+    cancel were measured at a fifth of a streamed request's CPU here."""
+
+    def __init__(self, receive: Receive) -> None:
+        self.left, task = False, asyncio.current_task()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            self.left = True
+            task.cancel()  # type: ignore[union-attr]
+
+        self._watcher = asyncio.ensure_future(watch())
+
+    def ours(self) -> bool:
+        """After a CancelledError: True (and the cancel taken back) when the caller's leaving caused it."""
+        if self.left:
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        return self.left
+
+    def stop(self) -> None:
+        self._watcher.cancel()
+
+
 async def until_the_caller_leaves(receive: Receive, work: Awaitable[T]) -> T:
     """`work`, cancelled (CallerLeft) if the caller disconnects first: nobody would read the answer, so the upstream
-    call stops there, rather than holding a pooled connection until the provider finishes (issue 31). The body has
-    been read, so the next ASGI message is the disconnect. One plain task, as _EventStreamASGI's."""
-    working = asyncio.current_task()
-    left = False
-
-    async def watch() -> None:
-        nonlocal left
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        left = True
-        working.cancel()  # type: ignore[union-attr]
-
-    watcher = asyncio.ensure_future(watch())
+    call stops there, rather than holding a pooled connection until the provider finishes (issue 31)."""
+    watch = CallerWatch(receive)
     try:
         return await work
     except asyncio.CancelledError:
-        if not left:
+        if not watch.ours():
             raise
-        working.uncancel()  # type: ignore[union-attr]  # our own cancel: answer the (gone) caller with a 499
         raise CallerLeft("the caller disconnected before the answer; the upstream call was cancelled") from None
     finally:
-        watcher.cancel()
+        watch.stop()
 
 
 class AnswerResponse(Response):
@@ -93,25 +107,14 @@ class _EventStreamASGI(ASGIStreamingResponse):
     __slots__ = ()
 
     async def send_body(self, send: Send, receive: Receive) -> None:
-        relaying = asyncio.current_task()
-        left = False
-
-        async def watch() -> None:
-            nonlocal left
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            left = True
-            relaying.cancel()  # type: ignore[union-attr]
-
-        watcher = asyncio.ensure_future(watch())
+        watch = CallerWatch(receive)
         try:
             await self._stream(send)
         except asyncio.CancelledError:
-            if not left:
+            if not watch.ours():  # the caller left: nothing to raise
                 raise
-            relaying.uncancel()  # type: ignore[union-attr]  # our own cancel: the caller left, nothing to raise
         finally:
-            watcher.cancel()
+            watch.stop()
 
 
 class EventStream(Stream):
