@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from api.errors import ApiError, ServiceUnavailable
 from api.routing.text import MessageShapeError, count_tokens, message_texts
-from storage.budget_records import BudgetStatus, Reservation, Settlement, Spender
+from storage.budget_records import BudgetStatus, Reservation, Settlement, Spender, windows
 from storage.interfaces import Budgets
 from storage.records import User
 
@@ -25,6 +26,7 @@ log = logging.getLogger("switchboard.api")
 # Tokens counted with the routing's encoding (tiktoken's cl100k) under-count some providers' tokenizers; the
 # reservation allows for it, and for the few tokens each message's framing adds.
 PROMPT_TOKEN_MARGIN, TOKENS_PER_MESSAGE = 1.25, 8
+UNBUDGETED_RECHECK_S = 1.0  # the API's BudgetGate.recheck_unbudgeted_s (docs/operations.md, "Budgets")
 MIN_CALL_USD = 1e-6  # what work about to start must at least have left (prompt optimization's start)
 
 
@@ -78,8 +80,14 @@ class BudgetGate:
 
     MAX_BATCH = 500
 
-    def __init__(self, budgets: Budgets, default_output_tokens: int = 4096) -> None:
+    def __init__(self, budgets: Budgets, default_output_tokens: int = 4096, recheck_unbudgeted_s: float = 0.0) -> None:
         self.budgets, self.default_output_tokens = budgets, default_output_tokens
+        # A spender the store found without any budget a moment ago passes without a store call (free_pass) for this
+        # long: the API sets UNBUDGETED_RECHECK_S, so a gateway call of an unbudgeted key costs no lock, no store
+        # round trip and no thread hop; a budget set meanwhile applies on every worker within that time (its spend
+        # is settled and counted all the same). Flows check every call (0).
+        self.recheck_unbudgeted_s = recheck_unbudgeted_s
+        self._unbudgeted: dict[Spender, float] = {}  # spender -> when the store last found no budget for it
         self._queue: list[Settlement] = []
         self._writing = False
         self._ready = threading.Condition()
@@ -94,6 +102,10 @@ class BudgetGate:
             raise ServiceUnavailable("the budget store is not reachable; retry in a few seconds",
                                      code="STORE_UNAVAILABLE", headers={"Retry-After": "2"}) from None
         refused = reservation.refused
+        if self.recheck_unbudgeted_s > 0 and reservation.reservation_id is None and refused is None:
+            self._unbudgeted[spender] = time.monotonic()
+        else:
+            self._unbudgeted.pop(spender, None)
         if refused is not None:
             wait = max(1, math.ceil((refused.resets_at - datetime.now(timezone.utc)).total_seconds()))
             raise BudgetExceeded(refusal_message(refused, worst_usd), headers={"Retry-After": str(wait)}, details={
@@ -102,6 +114,15 @@ class BudgetGate:
                 "reserved_usd": refused.reserved_usd, "requested_usd": worst_usd,
                 "resets_at": refused.resets_at.isoformat()})
         return Hold(spender, reservation)
+
+    def free_pass(self, spender: Spender) -> Hold | None:
+        """A hold without a store call when the store found no budget for `spender` within recheck_unbudgeted_s;
+        None: reserve() must ask the store."""
+        seen = self._unbudgeted.get(spender)
+        if seen is None or time.monotonic() - seen > self.recheck_unbudgeted_s:
+            return None
+        current = windows(datetime.now(timezone.utc))
+        return Hold(spender, Reservation(None, 0.0, current["day"], current["month"]))
 
     def settle(self, hold: Hold | None, cost_usd: float | None) -> None:
         """Count the real cost and release the reservation, in the background (never on the event loop)."""

@@ -8,7 +8,7 @@ import gc
 from threadpoolctl import threadpool_limits
 
 from api.auth import Authenticator
-from api.budgets import BudgetGate
+from api.budgets import UNBUDGETED_RECHECK_S, BudgetGate
 from api.auth_cache import AuthCache
 from api.client_address import parse_networks
 from api.catalogue import load_catalogue
@@ -76,7 +76,7 @@ def build_services(settings: Settings, store: Store) -> Services:
     if not store.owns_file:  # other API workers record feedback too: learn from theirs as it is flushed
         feedback.follow_other_workers(settings.session_flush_seconds)
     calls = CallLog(settings.events_dir, settings.session_flush_seconds).start()
-    budget = BudgetGate(store.budgets, settings.budget_default_output_tokens)
+    budget = BudgetGate(store.budgets, settings.budget_default_output_tokens, UNBUDGETED_RECHECK_S)
     hooks.observe_calls(calls)
     gateway = GatewayService(selection, calls,
                              store.preferences, settings,

@@ -254,6 +254,8 @@ class GatewayService:
         """The budget check (api/budgets.py) for the costliest candidate this call may reach."""
         if self.budget is None:
             return None
+        if (free := self.budget.free_pass(spender_of(call.user))) is not None:
+            return free  # no budget applies to this caller (checked within the last second): no store call
         prompt = prompt_tokens_of(call.messages, body.get("tools"))
         cap = body.get("max_completion_tokens") or body.get("max_tokens")
         cap = cap if isinstance(cap, int) and not isinstance(cap, bool) else None

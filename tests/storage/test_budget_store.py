@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from api.budgets import BudgetExceeded, BudgetGate
 from storage.budget_records import Reservation, Spender, resets_at
 from storage.errors import StoreError
 from storage.keys import hash_key
@@ -158,3 +160,25 @@ def test_a_key_lists_its_last_use_rate_limit_and_spend(store: SqlStore) -> None:
     assert details.spent_today_usd == pytest.approx(0.125)
     assert store.accounts.user_for_key(hash_key(key)).rate_limit_per_minute == 30
     assert store.accounts.key_details("other-org") == []
+
+
+def test_an_unbudgeted_caller_passes_without_the_store_until_the_recheck_and_its_spend_still_counts(
+        store: SqlStore) -> None:
+    """The API's gate (api/budgets.py free_pass): a caller the store found without any budget passes without a store
+    call for recheck_unbudgeted_s; a budget set meanwhile applies once that has passed, and the spend settled by the
+    calls in between is counted against it."""
+    who, _ = spender(store)
+    gate = BudgetGate(store.budgets, recheck_unbudgeted_s=0.2)
+    assert gate.free_pass(who) is None  # never checked: ask the store
+    first = gate.reserve(who, 0.4)
+    assert first.reservation.reservation_id is None  # no budget: nothing reserved
+    store.budgets.set_budget("admin", "acme", "key", who.key_id, "day", 0.5)
+    passed = gate.free_pass(who)
+    assert passed is not None and passed.reservation.reservation_id is None
+    gate.settle_now(passed, 0.3)
+    time.sleep(0.25)
+    assert gate.free_pass(who) is None  # the window is over: the store is asked again
+    with pytest.raises(BudgetExceeded):
+        gate.reserve(who, 0.4)  # 0.3 spent in the window + 0.4 > 0.5
+    assert gate.free_pass(who) is None  # a caller with a budget always asks the store
+    assert BudgetGate(store.budgets).free_pass(who) is None  # flows' gates check every call
