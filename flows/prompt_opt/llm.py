@@ -28,6 +28,7 @@ from dspy.lm15 import Config, Message, Request  # noqa: E402
 
 from api.catalogue.providers import PROVIDERS_BY_NAME  # noqa: E402
 from api.deployments import named, routes  # noqa: E402
+from api.gateway.redaction import Scrubber  # noqa: E402
 from api.prompt_optimization.credentials import Unreachable, key_variables, reachable  # noqa: E402
 from api.settings import OptimizeSettings  # noqa: E402
 from flows.prompt_opt.usage import Ledger  # noqa: E402
@@ -47,12 +48,6 @@ class ProviderNotConfigured(RuntimeError):
         super().__init__("; ".join(u.message() for u in unreachable))
         self.unreachable = unreachable
         self.public_message = str(self)  # names settings, never their values (api/public_errors.py)
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "[redacted]")
-    return text
 
 
 def litellm_route(provider: str, model: str, settings: OptimizeSettings, role: str | None = None) -> dict[str, Any]:
@@ -100,7 +95,7 @@ class BilledLM(dspy.LM):
             # ends up in logs and in the run's stored results, so the key is cut out here, where every call passes.
             # `from None`: the original, key and all, is not chained into tracebacks.
             message = str(exc)
-            clean = redact(message, self.sb_secrets)
+            clean = Scrubber(self.sb_secrets)(message)  # the gateway's one scrub: secrets and key-shaped strings
             if clean != message:
                 error = ProviderError(f"{type(exc).__name__}: {clean}")
                 error.provider_error_type = type(exc).__name__  # what api/public_errors.py reports to the caller
