@@ -27,10 +27,17 @@ from storage.records import User
 async def chat_completions(data: JSONBody[dict[str, Any]], user: NamedDependency[User],
                            gateway: NamedDependency[GatewayService], request: Request) -> Response | Stream:
     size = len(await request.body())
-    result = await until_the_caller_leaves(request.receive, gateway.complete(data, size, user))
+    return respond(await until_the_caller_leaves(request.receive, gateway.complete(data, size, user)))
+
+
+def respond(result: Any, whole: Callable[[Any], Any] = lambda body: body,
+            events: Callable[[Any], Any] = lambda stream: stream) -> Response | Stream:
+    """The HTTP answer to a gateway call (an Answer or a stream), its body or events written in the route's format by
+    `whole` / `events` (/v1/messages translates them to Anthropic's; /v1/chat/completions relays them)."""
     if isinstance(result, Answer):
-        return AnswerResponse(result.after, content=result.body, media_type=MediaType.JSON, headers=result.headers)
-    return EventStream(result.events, media_type="text/event-stream",
+        return AnswerResponse(result.after, content=whole(result.body), media_type=MediaType.JSON,
+                              headers=result.headers)
+    return EventStream(events(result.events), media_type="text/event-stream",
                        headers={**result.headers, "cache-control": "no-cache"})
 
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import MediaType, Request, Response, post
+from litestar import Request, Response, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from litestar.response import Stream
 
 from api.auth import SECURITY
-from api.controllers.gateway import AnswerResponse, EventStream, until_the_caller_leaves
+from api.controllers.gateway import respond, until_the_caller_leaves
 from api.dependencies import after_auth
 from api.gateway import messages, messages_answer
-from api.gateway.service import Answer, GatewayService
+from api.gateway.service import GatewayService
 from api.openapi_docs import error_responses
 from storage.records import User
 
@@ -28,8 +28,4 @@ async def create_message(data: JSONBody[dict[str, Any]], user: NamedDependency[U
     size = len(await request.body())
     body = messages.chat_body(data, messages.parse(data))
     result = await until_the_caller_leaves(request.receive, gateway.complete(body, size, user))
-    if isinstance(result, Answer):
-        return AnswerResponse(result.after, content=messages_answer.whole(result.body), media_type=MediaType.JSON,
-                              headers=result.headers)
-    return EventStream(messages_answer.translated(result.events), media_type="text/event-stream",
-                       headers={**result.headers, "cache-control": "no-cache"})
+    return respond(result, messages_answer.whole, messages_answer.translated)
