@@ -11,12 +11,12 @@ of a single model a catalogue can name; architect pairs, anonymous previews and 
 from __future__ import annotations
 
 import argparse
-import subprocess
 from pathlib import Path
 
 import yaml
 
-from benchmarks.model_figures.common import DEFAULT_SETTING, reaches_trained_model, replace_source, variant_name
+from benchmarks.model_figures.common import DEFAULT_SETTING, git, licensed_as, reaches_trained_model, \
+    replace_source, variant_name
 
 REPO = "Aider-AI/aider"
 PATH = "aider/website/_data/polyglot_leaderboard.yml"
@@ -96,8 +96,7 @@ RUNS = {
 
 
 def rows_from(git_dir: Path, commit: str) -> list[dict[str, str]]:
-    text = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{PATH}"], check=True,
-                          capture_output=True, text=True).stdout
+    text = git(git_dir, "show", f"{commit}:{PATH}")
     out = []
     for run in yaml.safe_load(text):
         found = RUNS.get(run["model"])
@@ -115,8 +114,7 @@ def rows_from(git_dir: Path, commit: str) -> list[dict[str, str]]:
     return out
 
 
-def owns(row: dict[str, str]) -> bool:
-    return row["licence"] == LICENCE
+owns = licensed_as(LICENCE)
 
 
 def main() -> None:
@@ -124,8 +122,7 @@ def main() -> None:
     parser.add_argument("git_dir", type=Path)
     parser.add_argument("commit")
     args = parser.parse_args()
-    commit = subprocess.run(["git", "--git-dir", str(args.git_dir), "rev-parse", args.commit], check=True,
-                            capture_output=True, text=True).stdout.strip()
+    commit = git(args.git_dir, "rev-parse", args.commit).strip()
     removed, added, skipped = replace_source(rows_from(args.git_dir, commit), owns)
     print(f"aider: removed {removed} rows, added {added}, skipped {skipped} (another source or a later run)")
 

@@ -11,6 +11,7 @@ key), so a thinking variant's figures never stand for its base model's, nor the 
 from __future__ import annotations
 
 import csv
+import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -82,3 +83,14 @@ def replace_source(new_rows: list[dict[str, str]], owns: Callable[[dict[str, str
 def percent(value: str) -> str:
     """A 0-1 share as a percentage with one decimal (the CSV's scale)."""
     return f"{100 * float(value):.1f}"
+
+
+def git(git_dir: Path, *args: str) -> str:
+    """A git command's output in a fetched mirror (the importers read a source repository at a pinned commit)."""
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def licensed_as(licence: str) -> Callable[[dict[str, str]], bool]:
+    """The rows an importer owns in datasets/model_benchmarks.csv: those it wrote, named by their licence."""
+    return lambda row: row["licence"] == licence

@@ -16,11 +16,10 @@ import argparse
 import csv
 import io
 import re
-import subprocess
 from pathlib import Path
 
-from benchmarks.model_figures.common import DEFAULT_SETTING, percent, reaches_trained_model, replace_source, \
-    variant_name
+from benchmarks.model_figures.common import DEFAULT_SETTING, git, licensed_as, percent, reaches_trained_model, \
+    replace_source, variant_name
 
 DEFAULT_REPO = "madhu24raj/bayes-llm-saturation"
 LICENCE = "CC-BY-4.0 (Epoch AI, AI Benchmarking Hub)"
@@ -83,8 +82,7 @@ def split_setting(epoch_id: str) -> tuple[str, str, str | None]:
 
 
 def read_csv(git_dir: Path, commit: str, name: str) -> list[dict[str, str]]:
-    text = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:benchmark_data/{name}"],
-                          check=True, capture_output=True, text=True).stdout
+    text = git(git_dir, "show", f"{commit}:benchmark_data/{name}")
     return list(csv.DictReader(io.StringIO(text)))
 
 
@@ -159,8 +157,7 @@ def eci_rows(git_dir: Path, commit: str, repo: str, snapshot_date: str) -> list[
     return out
 
 
-def owns(row: dict[str, str]) -> bool:
-    return row["licence"] == LICENCE
+owns = licensed_as(LICENCE)
 
 
 def main() -> None:
@@ -169,10 +166,8 @@ def main() -> None:
     parser.add_argument("commit")
     parser.add_argument("--repo", default=DEFAULT_REPO)
     args = parser.parse_args()
-    commit = subprocess.run(["git", "--git-dir", str(args.git_dir), "rev-parse", args.commit], check=True,
-                            capture_output=True, text=True).stdout.strip()
-    snapshot_date = subprocess.run(["git", "--git-dir", str(args.git_dir), "show", "-s", "--format=%cs", commit],
-                                   check=True, capture_output=True, text=True).stdout.strip()
+    commit = git(args.git_dir, "rev-parse", args.commit).strip()
+    snapshot_date = git(args.git_dir, "show", "-s", "--format=%cs", commit).strip()
     rows = rows_from(args.git_dir, commit, args.repo, snapshot_date) + eci_rows(args.git_dir, commit, args.repo, snapshot_date)
     removed, added, skipped = replace_source(rows, owns)
     print(f"epoch: removed {removed} rows, added {added}, skipped {skipped} (another source or a later run)")
