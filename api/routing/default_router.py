@@ -15,11 +15,13 @@
    skills on those axes, learned from many models' per-query outcomes (RouteLLM and RouterDC), so specialists win
    the queries of their speciality.
 The prediction is (1 - blend) * first + blend * second, the blend chosen at training by validation on the training
-split (flows/default_router/train.py). Any model gets a score: from its figures, a family match, or the uncertain
+split (flows/default_router/train.py). A prompt far from every training kind may then fall back to the candidates'
+evidence on its nearest kind (api/routing/familiarity.py), where training learned a threshold for it. Any model gets a score: from its figures, a family match, or the uncertain
 prior (api/routing/capability.py). Inference is a handful of dot products per query: numpy only.
 
 Artefact (datasets/default_router/, written by flows/default_router/train.py):
 - encoder.json, static_embedding.npy, tokenizer.json: the text encoder (api/routing/features.py);
+- familiarity.json (optional): the training kinds' prototypes and the learned familiarity threshold;
 - router.json: feature_version, both scorers, the blend, the stored trade-off schedule (used until the dial has
   calibrated on a caller, api/routing/dial.py), the fallback line and imputation, the training report.
 Loading refuses an artefact whose feature_version differs from the code's FEATURE_VERSION.
