@@ -187,15 +187,17 @@ SAME_FLOOR_ATOL = 1e-3
 
 
 def same_floor(a: Path, b: Path) -> bool:
-    """Whether two artefact folders' familiarity floors decide alike: the same kinds, level, target and weight, the
-    threshold and every prototype and typical vector within SAME_FLOOR_ATOL (the record's scores are not compared)."""
+    """Whether two artefact folders' familiarity floors decide alike: the same kinds, level, target and weight, and
+    with a threshold, it and every prototype and typical vector within SAME_FLOOR_ATOL (the record's scores are not
+    compared; without a threshold nothing else decides anything)."""
     x, y = read_familiarity(a), read_familiarity(b)
     if x is None or y is None:
         return x is y
     if (x.kinds, x.target, x.weight, x.record.get("level")) != (y.kinds, y.target, y.weight, y.record.get("level")):
         return False
-    if (x.threshold is None) != (y.threshold is None) or (
-            x.threshold is not None and abs(x.threshold - y.threshold) > SAME_FLOOR_ATOL):
+    if x.threshold is None and y.threshold is None:
+        return True  # no threshold: the prototypes are never read, so they cannot change a decision
+    if (x.threshold is None) != (y.threshold is None) or abs(x.threshold - y.threshold) > SAME_FLOOR_ATOL:
         return False
     return all(u.shape == v.shape and bool(np.allclose(u, v, rtol=0.0, atol=SAME_FLOOR_ATOL))
                for u, v in ((x.center, y.center), (x.prototypes, y.prototypes), (x.kind_vectors, y.kind_vectors)))

@@ -124,3 +124,30 @@ def test_the_level_is_none_unless_falling_back_pays_on_the_kinds_left_out():
     assert applied(floor, heldout, NONE).threshold is None
     chosen = applied(floor, heldout, "overall@0.1@0.5")
     assert chosen.threshold == pytest.approx(0.1) and chosen.target == "overall" and chosen.weight == 0.5
+
+
+def test_a_retrained_floor_is_the_same_when_it_decides_alike(router, tmp_path):
+    from flows.default_router.familiarity import same_floor
+
+    floor = floor_of(router, {"gsm8k": MATHS, "humaneval": CODE})
+    folders = {name: tmp_path / name for name in ("a", "b", "c", "d", "e")}
+    for folder in folders.values():
+        folder.mkdir()
+    record = {"level": "nearest@0.05@1.0"}
+    floor.with_threshold(0.2, record).write(folders["a"])
+    drifted = Familiarity(floor.kinds, floor.center + 1e-5, floor.prototypes, floor.prototype_kind,
+                          floor.kind_vectors, 0.2 + 1e-5, record=record)
+    drifted.write(folders["b"])
+    floor.with_threshold(0.3, record).write(folders["c"])
+    moved = Familiarity(floor.kinds, floor.center, floor.prototypes[::-1], floor.prototype_kind, floor.kind_vectors,
+                        0.2, record=record)
+    moved.write(folders["d"])
+    floor.with_threshold(None, {"level": NONE}).write(folders["e"])
+    assert same_floor(folders["a"], folders["b"])
+    assert not same_floor(folders["a"], folders["c"])  # another threshold
+    assert not same_floor(folders["a"], folders["d"])  # other prototypes
+    assert not same_floor(folders["a"], folders["e"])  # none against a threshold
+    other_none = Familiarity(floor.kinds, floor.center, floor.prototypes[::-1], floor.prototype_kind,
+                             floor.kind_vectors, None, record={"level": NONE})
+    other_none.write(folders["c"])
+    assert same_floor(folders["e"], folders["c"])  # no threshold: prototypes are never read
