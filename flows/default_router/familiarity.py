@@ -109,7 +109,7 @@ def applied(familiarity: Familiarity, heldout: np.ndarray, level: str, record: d
 
 def score_levels(router: DefaultRouter, familiarity: Familiarity, sets: dict[str, Outcomes],
                  features: dict[str, np.ndarray], trained: tuple[str, ...], left_out: tuple[str, ...]) -> dict:
-    """Per level (none and each quantile): routing gain on the left-out kind (every row), in distribution (the
+    """Per level of LEVELS: routing gain on the left-out kind (every row, and per block), in distribution (the
     trained kinds' held-out fold), their mean (the objective), and the share of the left-out rows that fall back."""
     heldout = heldout_familiarity(familiarity, sets, features, trained)
     out_levels = np.concatenate([familiarity.measure(features[key])[0] for key in left_out])
