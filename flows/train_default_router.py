@@ -43,8 +43,10 @@ def stage(artefact_dir: Path) -> Path:
 
 
 @task(name="train-and-evaluate")
-def train(data_dir: Path, staging: Path, seed: int, rebuild_encoder: bool, e5_cache: Path | None) -> dict:
-    report = train_default_router(data_dir, staging, seed=seed, rebuild_encoder=rebuild_encoder, e5_cache=e5_cache)
+def train(data_dir: Path, staging: Path, seed: int, rebuild_encoder: bool, e5_cache: Path | None,
+          learn_familiarity: bool = True) -> dict:
+    report = train_default_router(data_dir, staging, seed=seed, rebuild_encoder=rebuild_encoder, e5_cache=e5_cache,
+                                  familiarity=learn_familiarity)
     return {"heldout": report.heldout, "sha256": report.router_json_sha256, "train_rows": report.train_rows,
             "familiarity": report.familiarity}
 
@@ -99,10 +101,12 @@ def promote(staging: Path, artefact_dir: Path, publish: bool) -> dict:
       log_prints=True)
 def train_default_router_flow(data_dir: str = str(DEFAULT_DATA), artefact_dir: str = str(DEFAULT_ARTEFACT),
                               seed: int = 0, publish: bool = False, rebuild_encoder: bool = False,
-                              e5_cache: str | None = None) -> dict:
+                              e5_cache: str | None = None, learn_familiarity: bool = True) -> dict:
+    """learn_familiarity=False keeps the artefact's familiarity floor as it is (four trainings fewer)."""
     logger = get_run_logger()
     staging = stage(Path(artefact_dir))
-    result = train(Path(data_dir), staging, seed, rebuild_encoder, Path(e5_cache) if e5_cache else None)
+    result = train(Path(data_dir), staging, seed, rebuild_encoder, Path(e5_cache) if e5_cache else None,
+                   learn_familiarity)
     publish_evaluation(result)
     outcome = promote(staging, Path(artefact_dir), publish)
     heldout = result["heldout"]
@@ -110,8 +114,9 @@ def train_default_router_flow(data_dir: str = str(DEFAULT_DATA), artefact_dir: s
                 {k: v["router"]["apgr"] for k, v in heldout.items() if "oracle" in v})
     logger.info("held-out accuracy among RouterDC's 7 models (router / best single model): %s",
                 {k: (v["router"], v["best_single"]) for k, v in heldout.items() if "best_single" in v})
-    logger.info("familiarity floor: level %s, threshold %s", result["familiarity"].get("level"),
-                result["familiarity"].get("threshold"))
+    if result["familiarity"]:
+        logger.info("familiarity floor: level %s, threshold %s", result["familiarity"].get("level"),
+                    result["familiarity"].get("threshold"))
     logger.info("the retrained artefact %s the committed one (%s)%s", "reproduces" if outcome["reproduces_committed"]
                 else "differs from", outcome["reproduction"],
                 f"; published {outcome['changed']}" if outcome["published"] else "")
