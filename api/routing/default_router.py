@@ -15,11 +15,13 @@
    skills on those axes, learned from many models' per-query outcomes (RouteLLM and RouterDC), so specialists win
    the queries of their speciality.
 The prediction is (1 - blend) * first + blend * second, the blend chosen at training by validation on the training
-split (flows/default_router/train.py). Any model gets a score: from its figures, a family match, or the uncertain
+split (flows/default_router/train.py). A prompt far from every training kind may then fall back to the candidates'
+evidence on its nearest kind (api/routing/familiarity.py), where training learned a threshold for it. Any model gets a score: from its figures, a family match, or the uncertain
 prior (api/routing/capability.py). Inference is a handful of dot products per query: numpy only.
 
 Artefact (datasets/default_router/, written by flows/default_router/train.py):
 - encoder.json, static_embedding.npy, tokenizer.json: the text encoder (api/routing/features.py);
+- familiarity.json (optional): the training kinds' prototypes and the learned familiarity threshold;
 - router.json: feature_version, both scorers, the blend, the stored trade-off schedule (used until the dial has
   calibrated on a caller, api/routing/dial.py), the fallback line and imputation, the training report.
 Loading refuses an artefact whose feature_version differs from the code's FEATURE_VERSION.
@@ -36,6 +38,7 @@ import numpy as np
 from api.catalogue import load_catalogue
 from api.routing.capability import AXES, CapabilityPrior, FallbackLine, anchored, read_figures
 from api.routing.coverage import read_aliases
+from api.routing.familiarity import Familiarity, read_familiarity
 from api.routing.features import (
     FEATURE_VERSION,
     FeatureVersionMismatch,
@@ -62,7 +65,8 @@ class DefaultRouter:
 
     name = "default"
 
-    def __init__(self, featurizer: Featurizer, spec: dict, prior: CapabilityPrior):
+    def __init__(self, featurizer: Featurizer, spec: dict, prior: CapabilityPrior,
+                 familiarity: Familiarity | None = None):
         if spec.get("feature_version") != FEATURE_VERSION:
             raise FeatureVersionMismatch(
                 f"default router artefact has feature version {spec.get('feature_version')!r}, "
@@ -100,6 +104,10 @@ class DefaultRouter:
             w_all.append(w_skills)
             b_all.append(b_skills)
         self._w_all, self._b_all = np.vstack(w_all), np.concatenate(b_all)
+        # Unfamiliar prompts fall back to the nearest known kind (api/routing/familiarity.py); only with a threshold.
+        self.familiarity = familiarity
+        self._fallback_on = familiarity is not None and familiarity.threshold is not None
+        self._kind_cache: dict[tuple, np.ndarray] = {}  # candidate set -> (kinds, m) quality of each kind
 
     def _query_heads(self, x: np.ndarray) -> np.ndarray:
         z = self._w_all @ x + self._b_all
@@ -155,6 +163,14 @@ class DefaultRouter:
         return found
 
     def predict_quality(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
+        quality = self._predict_one(features, candidates)
+        if self._fallback_on:
+            level, kind = self.familiarity.measure(features.vector)
+            if level < self.familiarity.threshold:
+                return self.familiarity.fallback(quality, self._kind_quality(candidates), kind)
+        return quality
+
+    def _predict_one(self, features: QueryFeatures, candidates: Sequence[Candidate]) -> np.ndarray:
         z = self._query_heads(features.vector)
         caps, skills, offsets, trained, standings = self._skill_inputs(candidates)
         pull = None
@@ -174,6 +190,27 @@ class DefaultRouter:
 
     def predict_quality_batch(self, vectors: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
         """(n, m) quality of many queries' feature vectors (the trade-off dial's calibration pool)."""
+        quality = self._predict_many(vectors, candidates)
+        if self._fallback_on and len(vectors):
+            level, kind = self.familiarity.measure(vectors)
+            low = level < self.familiarity.threshold
+            if low.any():
+                quality = np.array(quality)
+                quality[low] = self.familiarity.fallback(quality[low], self._kind_quality(candidates), kind[low])
+        return quality
+
+    def _kind_quality(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        """(kinds, m) the quality predicted for each known kind's typical prompt: an unfamiliar prompt's evidence.
+        Memoised per candidate set, like _skill_inputs."""
+        key = tuple((c.provider, c.model, c.output_price, c.context_length) for c in candidates)
+        found = self._kind_cache.get(key)
+        if found is None:
+            if len(self._kind_cache) > 10_000:
+                self._kind_cache.clear()
+            found = self._kind_cache[key] = self._predict_many(self.familiarity.kind_vectors, candidates)
+        return found
+
+    def _predict_many(self, vectors: np.ndarray, candidates: Sequence[Candidate]) -> np.ndarray:
         out = vectors @ self._w_shared.T + self._bias
         out = out + self.featurizer.gate(vectors)[:, None] * (vectors @ self._w_gated.T)
         d, a = out[:, 0], np.logaddexp(0.0, out[:, 1])
@@ -194,7 +231,11 @@ class DefaultRouter:
         """The same trained router over other figures (refreshed or onboarded ones, api/model_figures/live.py):
         fresh memos, the encoder and heads shared. A new instance, so a request in flight keeps the one it started
         with; the one in service is never mutated."""
-        return DefaultRouter(self.featurizer, self.spec, prior)
+        return DefaultRouter(self.featurizer, self.spec, prior, self.familiarity)
+
+    def with_familiarity(self, familiarity: Familiarity | None) -> "DefaultRouter":
+        """The same trained router with another familiarity threshold (training chooses it by trying several)."""
+        return DefaultRouter(self.featurizer, self.spec, self.prior, familiarity)
 
     def explain(self, candidates: Sequence[Candidate]) -> list[dict]:
         """Where each candidate's capability came from: 'prior' (its own figures), 'family' (another snapshot or
@@ -246,4 +287,4 @@ def load_default_router(
     aliases = {key: alias.base_model for key, alias in read_aliases().items()}
     prior = CapabilityPrior(rows, FallbackLine(**spec["fallback"]), imputation,
                             catalogue_prices() if prices is None else prices, aliases, line_rows)
-    return DefaultRouter(featurizer, spec, prior)
+    return DefaultRouter(featurizer, spec, prior, read_familiarity(folder))

@@ -4,7 +4,9 @@ the knowledge one (api/routing/capability.py applies them)."""
 
 from __future__ import annotations
 
+import csv
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -53,3 +55,24 @@ def figures_of(prior: CapabilityPrior, models: list[str]) -> np.ndarray:
         provider, model = key.split("/", 1)
         out.append(prior.skills(provider, model, output_price=1.0, context_length=None)[0])
     return np.array(out)
+
+
+# Figures measured on RouterDC's own files (datasets/model_benchmarks.csv): the 7 open models' accuracy on the very
+# prompts a benchmark left out would route, so leaving a benchmark out leaves these out too.
+ROUTERDC_SOURCE = "shuhao02/RouterDC"
+FIGURE_BENCHMARK = {"mmlu": "MMLU", "gsm8k": "GSM8K", "humaneval": "HumanEval"}
+
+
+def masked_figures(source: Path, benchmarks: tuple[str, ...], out: Path) -> Path:
+    """A copy of the figures file `source` without the rows measured on the RouterDC files of `benchmarks`
+    (skill_training.BENCHMARKS names): nothing about a benchmark left out reaches the router."""
+    masked = {FIGURE_BENCHMARK[b] for b in benchmarks if b in FIGURE_BENCHMARK}
+    with Path(source).open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames, list(reader)
+    kept = [r for r in rows if not (ROUTERDC_SOURCE in r["source_url"] and r["benchmark"] in masked)]
+    with Path(out).open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(kept)
+    return Path(out)

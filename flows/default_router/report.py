@@ -14,11 +14,12 @@ from flows.default_router.sweep import evaluate_pair
 from flows.evaluation import oracle_curve, summarize, threshold_curve
 
 
-def routing_gain(router: DefaultRouter, o: Outcomes, X: np.ndarray, fold: int) -> float:
-    """The share of the oracle's gain over random that the router recovers on one benchmark's fold, so pairs and
-    many-model sets count alike: for a pair, (APGR - 0.5) / (oracle APGR - 0.5) over RouteLLM's threshold sweep;
-    for many models, (accuracy of the predicted best - random choice) / (per-query best - random choice)."""
-    rows = o.folds == fold
+def routing_gain(router: DefaultRouter, o: Outcomes, X: np.ndarray, fold: int | None = None,
+                 rows: np.ndarray | None = None) -> float:
+    """The share of the oracle's gain over random that the router recovers on one benchmark's fold (or the given
+    rows), so pairs and many-model sets count alike: for a pair, (APGR - 0.5) / (oracle APGR - 0.5) over RouteLLM's
+    threshold sweep; for many models, (accuracy of the predicted best - random choice) / (per-query best - random choice)."""
+    rows = o.folds == fold if rows is None else rows  # rows: e.g. every row of a benchmark left out
     scores = np.nan_to_num(o.scores[rows])
     if o.source == "routellm":
         q = router.predict_quality_batch(X[rows], PAIR)

@@ -12,6 +12,9 @@ Steps (each a plain function the flow can wrap as a task):
 5. `calibrate_schedule`: the stored trade-off schedule (the dial's stand-in until it has calibrated a caller,
    api/routing/dial.py): quantiles of the predicted GPT-4 - Mixtral gap on training prompts.
 6. held-out evaluation (flows/default_router/report.py) and `router.json`, written with sorted keys.
+7. the familiarity floor (flows/default_router/familiarity.py): the training kinds' prototypes and the threshold
+   below which a prompt falls back to its nearest kind, learned by training without each kind in turn (nested);
+   written to `familiarity.json` (api/routing/familiarity.py).
 
 Reproducibility: no randomness is involved (hash split, L-BFGS from a fixed start for a fixed number of iterations,
 SVD-based PCA with fixed signs, one BLAS thread), so a rerun on the same machine reproduces router.json byte for
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +36,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from api.routing.capability import CapabilityPrior, read_figures
-from api.routing.default_router import DEFAULT_PRIOR_PATH, DefaultRouter
+from api.routing.default_router import DEFAULT_PRIOR_PATH, DefaultRouter, load_default_router
 from api.routing.features import FEATURE_VERSION, Featurizer, WordPiece
 from flows.default_router import skill_training
 from flows.default_router.data import STRONG, WEAK, load_all
@@ -42,7 +47,8 @@ from flows.default_router.distill_e5 import (
     corpus_prompts,
     distill,
 )
-from flows.default_router.figures import figures_of, fit_fallback, fit_imputation
+from flows.default_router import familiarity as floor
+from flows.default_router.figures import figures_of, fit_fallback, fit_imputation, masked_figures
 from flows.default_router.irt import BUDGET as IRT_BUDGET
 from flows.default_router.irt import IrtHeads
 from flows.default_router.pair_irt import (
@@ -68,6 +74,7 @@ class TrainingReport:
     schedule: list[float] = field(default_factory=list)
     fallback: dict[str, float] = field(default_factory=dict)
     router_json_sha256: str = ""
+    familiarity: dict = field(default_factory=dict)  # how the familiarity threshold was chosen
 
     def as_dict(self) -> dict:
         return {
@@ -76,6 +83,7 @@ class TrainingReport:
             "heldout": self.heldout,
             "schedule": self.schedule,
             "fallback": self.fallback,
+            "familiarity": self.familiarity,
         }
 
 
@@ -128,19 +136,57 @@ def calibrate_schedule(gaps: np.ndarray, weights: np.ndarray) -> list[float]:
 def train_default_router(
     data_dir: Path, out_dir: Path, seed: int = 0, prior_path: Path | None = None, rebuild_encoder: bool = False,
     e5_cache: Path | None = None, routerdc_dir: Path | None = None, leave_out: tuple[str, ...] = (),
+    familiarity: bool = True,
 ) -> TrainingReport:
     """Train, evaluate on held-out rows and write out_dir/router.json. `seed` is recorded; nothing is random.
     With rebuild_encoder the static embedding is distilled again first (e5_cache: folder caching e5 vectors).
     routerdc_dir (default: the `routerdc` folder beside data_dir, when present) adds RouterDC's 7 models.
-    leave_out: benchmarks (skill_training.BENCHMARKS) to train without, for measuring on unseen benchmarks."""
+    leave_out: benchmarks (skill_training.BENCHMARKS) to train without, for measuring on unseen benchmarks.
+    familiarity: also learn the familiarity floor (four more trainings, each without one kind); without it no
+    familiarity.json is written."""
     trained = skill_training.trained_blocks(tuple(leave_out))
     if routerdc_dir is None and (Path(data_dir).parent / "routerdc").exists():
         routerdc_dir = Path(data_dir).parent / "routerdc"
     # One BLAS thread: reductions split over several threads change the last digits, so one machine reproduces
     # router.json byte for byte whatever OPENBLAS_NUM_THREADS says.
     with threadpool_limits(limits=1):
-        return _train(Path(data_dir), Path(out_dir), seed, prior_path, rebuild_encoder, e5_cache, routerdc_dir,
-                      trained)
+        report = _train(Path(data_dir), Path(out_dir), seed, prior_path, rebuild_encoder, e5_cache, routerdc_dir,
+                        trained)
+        if familiarity:
+            report.familiarity = learn_familiarity(Path(data_dir), Path(out_dir), prior_path, routerdc_dir,
+                                                   tuple(leave_out))
+    return report
+
+
+def learn_familiarity(data_dir: Path, out_dir: Path, prior_path: Path | None, routerdc_dir: Path | None,
+                      leave_out: tuple[str, ...]) -> dict:
+    """The familiarity floor of the router just written to out_dir (flows/default_router/familiarity.py): each
+    kind it trained on is left out in turn by a training without it (its RouterDC figures masked too), scratch
+    folders only. Writes out_dir/familiarity.json; returns the record of how the threshold was chosen."""
+    figures = Path(prior_path) if prior_path is not None else DEFAULT_PRIOR_PATH
+    router = load_default_router(out_dir, prior_path)  # as serving loads it
+    trained = skill_training.trained_blocks(leave_out)
+    sets = skill_training.outcome_sets(data_dir, routerdc_dir)
+    trained = tuple(key for key in trained if key in sets)
+    features = skill_training.featurize_sets(router.featurizer, sets)
+    scratch = Path(tempfile.mkdtemp(prefix="default-router-familiarity-"))
+
+    def router_without(kind: str) -> DefaultRouter:
+        folder = scratch / kind
+        folder.mkdir()
+        for name in ("encoder.json", "static_embedding.npy", "tokenizer.json"):
+            shutil.copy2(out_dir / name, folder / name)
+        masked = masked_figures(figures, (kind,), folder / "model_benchmarks.csv")
+        _train(data_dir, folder, 0, masked, False, None, routerdc_dir,
+               skill_training.trained_blocks((*leave_out, kind)))
+        return load_default_router(folder, masked)
+
+    try:
+        learned = floor.learn(router, sets, features, trained, TRAIN_FOLDS, router_without)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    learned.write(out_dir)
+    return learned.record
 
 
 def router_spec(heads: IrtHeads, skills: dict, blend: float, schedule: list[float], prior: CapabilityPrior) -> dict:

@@ -135,11 +135,35 @@ def test_flow_rebuilds_the_encoder_from_data_and_reproduces_it(prefect_harness, 
 
     first = train_default_router_flow(data_dir=str(data), artefact_dir=str(artefact), publish=True,
                                       rebuild_encoder=True, e5_cache=str(cache))
-    assert first["published"] and set(first["changed"]) == {"router.json", "encoder.json", "static_embedding.npy"}
+    assert first["published"] and set(first["changed"]) == {"router.json", "encoder.json", "static_embedding.npy",
+                                                             "familiarity.json"}
     assert (artefact / "static_embedding.npy").read_bytes() != committed
+    _assert_familiarity_recorded(first, artefact)
     again = train_default_router_flow(data_dir=str(data), artefact_dir=str(artefact), rebuild_encoder=True,
                                       e5_cache=str(cache))
     assert again["reproduces_committed"] is True and again["changed"] == []
+
+
+def _assert_familiarity_recorded(result: dict, artefact: Path) -> None:
+    """The familiarity floor's threshold was learned by leaving each training kind out, and is recorded in the
+    artefact (familiarity.json), in the flow's result and as the Prefect table artifact."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from api.routing.familiarity import read_familiarity
+    from flows.default_router.familiarity import LEVELS, NONE
+
+    record = result["familiarity"]
+    assert record["level"] in LEVELS and set(record["left_out"]) == {"mmlu", "gsm8k"}
+    assert all(set(scores) == set(LEVELS) for scores in record["left_out"].values())
+    assert set(record["nested"]) == {"mmlu", "gsm8k"}
+    floor = read_familiarity(artefact)
+    assert floor.record["level"] == record["level"] and floor.kinds == ("mmlu", "gsm8k")
+    assert (floor.threshold is None) == (record["level"] == NONE) and floor.threshold == record["threshold"]
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=["default-router-familiarity"])))
+    assert found and all("left_out" in str(a.data) for a in found)
 
 
 def test_artefacts_compare_by_meaning_not_bytes(tmp_path):
