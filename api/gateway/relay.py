@@ -4,13 +4,11 @@ begun ends it with an error event the official client raises as an APIError (nev
 an error the provider sent (its message scrubbed, api/gateway/redaction.py), a malformed chunk, a broken or
 too-slow transfer, an answer past the size bound.
 
-The provider's bytes are relayed as they arrive, not re-encoded: each event is decoded only into the few fields the
-relay reads (Chunk), and the model's name is spliced into its bytes; only an event that must lose its usage is
-encoded anew. The first event leaves as soon as it has been read."""
+Lines are read and relayed as bytes (no text decoding but a UTF-8 check), each event decoded once for all its checks
+and rewrites; the first event, read and checked before the caller's stream begins, leaves at once."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -22,24 +20,12 @@ from api.gateway.calls import Call
 DONE = b"data: [DONE]\n\n"
 
 
-class Chunk(msgspec.Struct):
-    """What the relay acts on in a provider's event; every other field is relayed as the provider sent it. Decoded
-    into this type, the rest of the event is only skipped over, not built into Python objects."""
-
-    model: Any = msgspec.UNSET
-    choices: Any = None
-    usage: Any = msgspec.UNSET
-    error: Any = None
-
-
-_read_chunk = msgspec.json.Decoder(Chunk).decode
-# A "model" key with a string value. JSON can spell a key only with \u escapes besides its letters, so an event with
-# no "\u" that matches this once holds its top-level "model" at that match, and nowhere else.
-_MODEL_KEY = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.)*")')
+_decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
 
 
 def event(payload: Any) -> bytes:
-    return b"data: " + msgspec.json.encode(payload) + b"\n\n"
+    return b"data: " + _encode(payload) + b"\n\n"
 
 
 def error_event(message: str, code: str) -> bytes:
@@ -47,8 +33,8 @@ def error_event(message: str, code: str) -> bytes:
 
 
 def payload(line: bytes) -> bytes:
-    """A `data:` line's payload, as valid UTF-8 (a provider's invalid bytes replaced, as a decoder would): the
-    relay passes the rest of an event on unread, so it checks the text here. ASCII, the usual case, is one scan."""
+    """A `data:` line's payload, as valid UTF-8 (a provider's invalid bytes replaced, as a decoder would): an event
+    that does not decode is relayed as sent, so its text is checked here. ASCII, the usual case, is one scan."""
     data = line[5:].strip()
     if data.isascii():
         return data
@@ -67,21 +53,23 @@ async def first_data(lines: AsyncIterator[bytes]) -> bytes | None:
     return None
 
 
-def parsed(data: bytes) -> Chunk | None:
-    """An event's payload as the relay reads it; None when it is not a JSON object (relayed as sent) or `[DONE]`."""
+def parsed(data: bytes) -> dict[str, Any] | None:
+    """An event's payload, decoded once for every check and rewrite; None when it is not a JSON object (relayed as
+    sent) or `[DONE]`."""
     if data == b"[DONE]":
         return None
     try:
-        return _read_chunk(data)
-    except (msgspec.DecodeError, UnicodeDecodeError):  # not JSON, or not an object
+        chunk = _decode(data)
+    except msgspec.DecodeError:
         return None
+    return chunk if isinstance(chunk, dict) else None
 
 
-def upstream_error(chunk: Chunk | None) -> str | None:
+def upstream_error(chunk: dict[str, Any] | None) -> str | None:
     """The message of an error a provider sent as an event (some do, after a 200), else None."""
-    if chunk is None or not chunk.error:
+    if chunk is None or not chunk.get("error"):
         return None
-    error = chunk.error
+    error = chunk["error"]
     return str(error.get("message", error)) if isinstance(error, dict) else str(error)
 
 
@@ -94,56 +82,39 @@ def check_choices(choices: Any) -> None:
         raise Malformed("a chunk whose choices are not a list of objects")
 
 
-def well_formed(chunk: Chunk | None) -> bool:
+def well_formed(chunk: dict[str, Any] | None) -> bool:
     """Whether a first event may begin the caller's stream (else the next candidate answers instead); an event that
     is not a JSON object is relayed as sent, as any other undecodable event."""
     try:
-        check_choices(chunk.choices if chunk is not None else None)
+        check_choices(chunk.get("choices") if chunk is not None else None)
     except Malformed:
         return False
     return True
 
 
-def renamed(data: bytes, chunk: Chunk, model: bytes) -> bytes:
-    """The event naming `model` (JSON-encoded) where the provider named its own: the provider's bytes with the one
-    value spliced in, or the event decoded and encoded whole where a splice cannot be proven right (a "model" that
-    is not a string, written twice or with escapes)."""
-    if b"\\u" not in data:
-        found = list(_MODEL_KEY.finditer(data))
-        if len(found) == 1 and msgspec.json.decode(found[0][1]) == chunk.model:
-            start, end = found[0].span(1)
-            return b"".join((b"data: ", data[:start], model, data[end:], b"\n\n"))
-    whole = msgspec.json.decode(data)
-    whole["model"] = msgspec.json.decode(model)
-    return event(whole)
-
-
-def rewrite(data: bytes, chunk: Chunk | None, model: bytes, want_usage: bool, call: Call) -> bytes | None:
-    """One event as the caller gets it (None: dropped), `chunk` being `parsed(data)`. Only an event that must lose
-    its usage is encoded anew; any other is the provider's bytes, its model's name spliced in."""
+def rewrite(data: bytes, chunk: dict[str, Any] | None, model: str, want_usage: bool, call: Call) -> bytes | None:
+    """One event as the caller gets it (None: dropped), `chunk` being `parsed(data)`: naming `model`, its usage
+    counted and kept only if the caller asked for it. Encoded anew with msgspec: measured cheaper than splicing the
+    name into the provider's bytes in Python (docs/benchmarks.md, issue 36, streamed time to first token)."""
     if data == b"[DONE]":
         return DONE
     if chunk is None:
         return b"data: " + data + b"\n\n"
-    choices = chunk.choices
+    choices = chunk.get("choices")
     check_choices(choices)
+    if "usage" in chunk:
+        call.usage(chunk["usage"])  # kept only when sane (api/gateway/calls.py); else the call is estimated
+        if not want_usage:
+            if not choices:
+                return None  # the usage-only chunk the caller did not ask for
+            del chunk["usage"]
+    if "model" in chunk:
+        chunk["model"] = model
     if choices and isinstance(choices[0].get("delta"), dict):
         content = choices[0]["delta"].get("content")
         if isinstance(content, str):
             call.answer_parts.append(content)
-    if chunk.usage is not msgspec.UNSET:
-        call.usage(chunk.usage)  # kept only when sane (api/gateway/calls.py); else the call is estimated
-        if not want_usage:
-            if not choices:
-                return None  # the usage-only chunk the caller did not ask for
-            whole = msgspec.json.decode(data)
-            del whole["usage"]
-            if "model" in whole:
-                whole["model"] = msgspec.json.decode(model)
-            return event(whole)
-    if chunk.model is msgspec.UNSET:
-        return b"data: " + data + b"\n\n"
-    return renamed(data, chunk, model)
+    return event(chunk)
 
 
 def broken(exc: BaseException) -> tuple[str, str]:
@@ -161,7 +132,8 @@ def broken(exc: BaseException) -> tuple[str, str]:
             "since part of it had been sent")
 
 
-async def relay(response: Any, lines: AsyncIterator[bytes], first: bytes, first_chunk: Chunk | None, model: str,
+async def relay(response: Any, lines: AsyncIterator[bytes], first: bytes, first_chunk: dict[str, Any] | None,
+                model: str,
                 want_usage: bool, call: Call, finish: Callable[[Call], None],
                 errors: tuple[type[BaseException], ...], scrub: Callable[[str], str],
                 release: Callable[[], None] = lambda: None) -> AsyncIterator[bytes]:
@@ -174,9 +146,8 @@ async def relay(response: Any, lines: AsyncIterator[bytes], first: bytes, first_
     call.status, call.http_status = "client_closed", 200  # until the stream ends one way or the other
     broken_by: tuple[type[BaseException], ...] = (*errors, Malformed)
     finished = False
-    name = msgspec.json.encode(model)
     try:
-        out = rewrite(first, first_chunk, name, want_usage, call)
+        out = rewrite(first, first_chunk, model, want_usage, call)
         call.ttft_ms = call.since_start_ms()
         if out:
             yield out
@@ -190,7 +161,7 @@ async def relay(response: Any, lines: AsyncIterator[bytes], first: bytes, first_
                 call.status, call.error = "stream_error", scrub(problem)
                 yield error_event(f"the provider failed during the stream: {call.error}", "upstream_stream_error")
                 return
-            out = rewrite(data, chunk, name, want_usage, call)
+            out = rewrite(data, chunk, model, want_usage, call)
             if out is DONE:
                 call.status, call.latency_ms, finished = "ok", call.since_start_ms(), True
                 finish(call)
