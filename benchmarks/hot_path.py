@@ -90,7 +90,10 @@ def main() -> int:
     assert api.__file__.startswith(os.getcwd()), f"imported {api.__file__}, not this tree's api"
     rows: dict[str, tuple[float, float, float, float | None]] = {}  # p50 ms, p99 ms, requests/s, CPU ms/request
     with upstream_process(0.0) as upstream:
-        env = {"SWITCHBOARD_LLM_API_BASE": upstream, "SWITCHBOARD_LLM_API_KEY": "sk-bench-0123456789"}
+        # No auto-onboarding: modelSelect's candidates without figures would start it, and with it a temporary
+        # Prefect server inside the API process, whose start-up CPU then lands on the calls measured after it.
+        env = {"SWITCHBOARD_LLM_API_BASE": upstream, "SWITCHBOARD_LLM_API_KEY": "sk-bench-0123456789",
+               "SWITCHBOARD_ONBOARD_AUTO": "false"}
         with running_api(env) as server:
             work = Path(tempfile.mkdtemp(prefix="hot-path-"))
             auth = {"Authorization": f"Bearer {server.key}"}
