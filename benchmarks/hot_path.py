@@ -10,9 +10,10 @@ a ~2,000-character prompt varied per request: benchmarks/routing_latency.py's sc
 proxied (`openai/gpt-4o-mini`) and routed (`switchboard`, 2 candidates), and the upstream called directly. For each
 it prints p50, p99, requests/s and the server's CPU time per request (user + system of the API's processes over the
 run, divided by the requests wrk completed), and each one's ratio to `/ready`: on a machine shared with other work
-the ratios move much less than the absolute figures. Then streamed time to the first event, direct and routed (8
-httpx clients; benchmarks/gateway_overhead.py), and, unless --no-rss, the idle resident memory of the whole
-`switchboard serve` (every process, after start-up: benchmarks/serve_startup.py). Targets: issue 36.
+the ratios move much less than the absolute figures. Then streamed time to the first event, direct, proxied and
+routed, with 1 and with 8 httpx clients (streamed_ttft; benchmarks/gateway_overhead.py), and, unless --no-rss, the
+idle resident memory of the whole `switchboard serve` (every process, after start-up: benchmarks/serve_startup.py).
+Targets: issue 36.
 
 It imports the project from the current directory (it checks), so the same script measures another source tree.
 """
@@ -51,24 +52,48 @@ def wrk_run(url: str, script: Path | None, seconds: int, connections: int) -> st
                           capture_output=True, text=True, check=True).stdout
 
 
+def streamed_ttft(upstream: str, gateway: str, auth: dict[str, str], streams: int) -> dict[int, dict[str, list[float]]]:
+    """Time to the first event of a streamed chat completion (ms), the upstream called directly and through the
+    gateway proxied and routed: one client in sequence (the path's own latency) and 8 clients at once (with the
+    queueing behind the other calls' CPU that the worker's one event loop adds). The paths take turns in rounds of
+    10 streams a client, so they share the machine's load."""
+    from benchmarks.gateway_overhead import run  # lazy: imported from the current tree, as in main()
+
+    bodies = {"direct": (f"{upstream}/chat/completions", {"model": "gpt-4o-mini", "messages": PROMPT}, {}),
+              "proxied": (gateway, {"model": "openai/gpt-4o-mini", "messages": PROMPT}, auth),
+              "routed": (gateway, {"model": "switchboard", "messages": PROMPT,
+                                   "llm_providers": ["openai/gpt-4o-mini", "openai/gpt-4o"]}, auth)}
+    out: dict[int, dict[str, list[float]]] = {}
+    for clients in (1, 8):
+        out[clients] = {name: [] for name in bodies}
+        for _ in range(max(1, streams // (10 * clients))):
+            for name, (url, body, headers) in bodies.items():
+                out[clients][name].extend(run(url, body, headers, clients, 10, stream=True))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=int, default=5, help="seconds of load per endpoint")
     parser.add_argument("--connections", type=int, default=8)
-    parser.add_argument("--streams", type=int, default=200, help="streamed requests per path for time to first token")
+    parser.add_argument("--streams", type=int, default=200,
+                        help="streamed requests per path and client count for time to first token")
     parser.add_argument("--no-rss", action="store_true", help="skip starting the whole `switchboard serve`")
     args = parser.parse_args()
 
     # lazy: imported after the path above is set, so they are the current tree's modules
     import api
-    from benchmarks.gateway_overhead import run, server_cpu_s, upstream_process
+    from benchmarks.gateway_overhead import server_cpu_s, upstream_process
     from benchmarks.routing_latency import CANDIDATES, LUA, wrk_figures
     from tests.support.service import running_api
 
     assert api.__file__.startswith(os.getcwd()), f"imported {api.__file__}, not this tree's api"
     rows: dict[str, tuple[float, float, float, float | None]] = {}  # p50 ms, p99 ms, requests/s, CPU ms/request
     with upstream_process(0.0) as upstream:
-        env = {"SWITCHBOARD_LLM_API_BASE": upstream, "SWITCHBOARD_LLM_API_KEY": "sk-bench-0123456789"}
+        # No auto-onboarding: modelSelect's candidates without figures would start it, and with it a temporary
+        # Prefect server inside the API process, whose start-up CPU then lands on the calls measured after it.
+        env = {"SWITCHBOARD_LLM_API_BASE": upstream, "SWITCHBOARD_LLM_API_KEY": "sk-bench-0123456789",
+               "SWITCHBOARD_ONBOARD_AUTO": "false"}
         with running_api(env) as server:
             work = Path(tempfile.mkdtemp(prefix="hot-path-"))
             auth = {"Authorization": f"Bearer {server.key}"}
@@ -97,11 +122,7 @@ def main() -> int:
                 if re.search(r"Non-2xx or 3xx responses: (\d+)", out) and name != ENDPOINTS[0]:
                     raise SystemExit(f"{name}: wrk saw error responses:\n{out}")  # /ready: 503 without Prefect
                 rows[name] = (*wrk_figures(out), None if name == "upstream, direct" else cpu / done * 1000)
-            body = {"model": "switchboard", "messages": PROMPT, "llm_providers": ["openai/gpt-4o-mini", "openai/gpt-4o"]}
-            per_client = max(1, args.streams // 8)
-            ttft = {"direct": run(f"{upstream}/chat/completions", {"model": "gpt-4o-mini", "messages": PROMPT}, {},
-                                  8, per_client, stream=True),
-                    "routed": run(gateway, body, auth, 8, per_client, stream=True)}
+            ttft = streamed_ttft(upstream, gateway, auth, args.streams)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"{os.getcwd()}: hot paths, {args.connections} connections, {args.duration} s each (wrk, loopback, "
           f"{os.cpu_count()} cores, load average {load})")
@@ -114,9 +135,12 @@ def main() -> int:
         print(f"{name:<20} {p50:7.2f} {p99:7.2f} {rps:7.0f} {cpu_text} {rps / floor[2]:12.0%} {cpu_ratio}")
     import numpy as np  # lazy: with the project's other imports above
 
-    d50, r50 = np.percentile(ttft["direct"], 50), np.percentile(ttft["routed"], 50)
-    print(f"streamed time to first event, 8 clients, {per_client * 8} each: direct p50 {d50:.2f} ms, routed p50 "
-          f"{r50:.2f} ms (added {r50 - d50:.2f} ms; p99 {np.percentile(ttft['routed'], 99):.2f} ms)")
+    for clients, paths in ttft.items():
+        d50 = np.percentile(paths["direct"], 50)
+        print(f"streamed time to first event, {clients} client(s), {len(paths['direct'])} streams a path: direct p50 "
+              f"{d50:.2f} ms, p99 {np.percentile(paths['direct'], 99):.2f} ms; " + "; ".join(
+                  f"{name} p50 {np.percentile(took, 50):.2f} ms (added {np.percentile(took, 50) - d50:.2f}), p99 "
+                  f"{np.percentile(took, 99):.2f} ms" for name, took in paths.items() if name != "direct"))
     if not args.no_rss:
         from benchmarks.serve_startup import start_once  # lazy: with the project's other imports above
 

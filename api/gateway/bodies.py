@@ -86,11 +86,11 @@ async def read_capped(response: Any, limit: int, refuse: bool = True) -> bytes:
     return bytes(body[:limit])  # what is kept of an error's body: its beginning
 
 
-async def lines(response: Any, limit: int = 8 << 20, deadline: float | None = None) -> AsyncIterator[str]:
-    """The lines of a streaming body, however long up to `limit` bytes in all (TooLarge past it), each read ending
-    by `deadline` (the event loop's clock; TimeoutError past it). Linear in the body: each chunk is searched once
-    for its line ends, and a line's start is never rescanned (aiohttp's own line reader refuses lines over 128 KiB,
-    and a large tool call's arguments can be one)."""
+async def lines(response: Any, limit: int = 8 << 20, deadline: float | None = None) -> AsyncIterator[bytes]:
+    """The lines of a streaming body as bytes (the relay passes them on undecoded), however long up to `limit` bytes
+    in all (TooLarge past it), each read ending by `deadline` (the event loop's clock; TimeoutError past it). Linear
+    in the body: each chunk is searched once for its line ends, and a line's start is never rescanned (aiohttp's own
+    line reader refuses lines over 128 KiB, and a large tool call's arguments can be one)."""
     inflater, pending = Inflater(response.headers.get("content-encoding"), limit), bytearray()
     while True:
         async with asyncio.timeout_at(deadline):
@@ -107,6 +107,6 @@ async def lines(response: Any, limit: int = 8 << 20, deadline: float | None = No
             complete = bytes(pending[:end]).split(b"\n")
             del pending[: end + 1]
             for line in complete:
-                yield line.rstrip(b"\r").decode("utf-8", "replace")
+                yield line.rstrip(b"\r")
     if pending:
-        yield bytes(pending).decode("utf-8", "replace")
+        yield bytes(pending)

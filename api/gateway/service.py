@@ -23,7 +23,7 @@ from api.gateway.calls import Call, CallLog, cost_usd
 from api.gateway.headers import model_header
 from api.gateway.judge_sampling import JudgeSampler
 from api.gateway.redaction import Scrubber
-from api.gateway.relay import first_data, relay, upstream_error, well_formed
+from api.gateway.relay import first_data, parsed, relay, upstream_error, well_formed
 from api.gateway.balancing import Balancer
 from api.gateway.upstream import (Endpoint, Failure, Upstream, endpoint, failed_status, failed_transport,
                                   not_configured_message)
@@ -320,16 +320,17 @@ class GatewayService:
                     return failed_status(response.status, await read_capped(response, 65536, refuse=False))
                 events = lines(response, self.upstream.max_response_bytes, deadline)
                 first = await first_data(events)  # nothing reached the caller before this arrives: fallback is safe
-            problem = upstream_error(first) if first is not None else None
             if first is None:
                 return Failure("empty_stream", True, 502, "the provider's stream ended before its first event")
+            chunk = parsed(first)  # read once: checked here, relayed as it is by the relay
+            problem = upstream_error(chunk)
             if problem is not None:
                 return Failure("error_event", True, 502, problem)
-            if not well_formed(first):
+            if not well_formed(chunk):
                 return Failure("bad_chunk", True, 502, "the provider's first event was not a chat completion chunk")
             call.answered = candidate
-            relayed = relay(response, events, first, candidate.candidate.key, want_usage, call, self._stream_ended,
-                            self.upstream.errors, self.scrub, lease.release)
+            relayed = relay(response, events, first, chunk, candidate.candidate.key, want_usage, call,
+                            self._stream_ended, self.upstream.errors, self.scrub, lease.release)
             # A stream the server never began to send (its caller gone first) never runs the relay's cleanup: the
             # response, the slots and the call's row are settled when the relay is dropped instead.
             weakref.finalize(relayed, self._never_relayed, response, lease, call)

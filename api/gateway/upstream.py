@@ -11,7 +11,9 @@ a caller can neither send one nor see one: errors are scrubbed of every key the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from api.gateway.bodies import BadEncoding, TooLarge, read_capped
 from api.deployments import Route, usual_key_variables
@@ -24,16 +26,22 @@ CONTEXT_MARKERS = ("context_length_exceeded", "context length", "context window"
 @dataclass(frozen=True)
 class Endpoint:
     url: str  # .../chat/completions
-    headers: dict[str, str]
+    headers: Mapping[str, str]  # shared by every call to this endpoint: never changed in place
 
 
 def endpoint(route: Route) -> Endpoint:
-    """A route's chat endpoint (api/deployments.py resolves which routes a model has)."""
+    """A route's chat endpoint (api/deployments.py resolves which routes a model has): built once per base URL and
+    key, then the same object for every call to it (telemetry adds a traceparent to a copy: api/observability)."""
+    return _endpoint(route.base, route.key)
+
+
+@lru_cache(maxsize=4096)  # one per upstream this server calls: the deployments file's and the environment's
+def _endpoint(base: str, key: str | None) -> Endpoint:
     # Only the encodings api/gateway/bodies.py undoes itself (within the size bound) are offered.
     headers = {"content-type": "application/json", "accept": "application/json", "accept-encoding": "gzip, deflate"}
-    if route.key:
-        headers["authorization"] = f"Bearer {route.key}"
-    return Endpoint(route.base.rstrip("/") + "/chat/completions", headers)
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    return Endpoint(base.rstrip("/") + "/chat/completions", MappingProxyType(headers))
 
 
 def not_configured_message(providers: list[str]) -> str:

@@ -19,7 +19,9 @@ Failure injection: `failing` models always answer 500; `flaky[model] = n` fails 
 `too_long` models answer 400 context_length_exceeded; `broken_stream` models send one chunk of a stream, then cut it;
 `fault_cycle[model] = ["500", "ok", "429", "stall", ...]`: that model's calls take these outcomes in turn ("stall":
 silent for `stall_s`, then 500), for benchmarks/gateway_faults.py; `slow_stream[model] = s`: s seconds between the
-events of its streams (`cut_streams` counts those whose reader left).
+events of its streams (`cut_streams` counts those whose reader left); `held[model] = threading.Event()`: its streams
+send their first event, then wait for the event to be set (up to HOLD_S; `hold_timeouts` counts the waits that ran
+out); `connections` counts the TCP connections it accepted (connection reuse).
 The gateway's calls (api/gateway/): `stream: true` is answered as server-sent events (the reply in three content
 chunks, a usage chunk when stream_options.include_usage); a request with `tools` is answered with a call of the
 first tool, arguments {"location": "Paris"}. Every request body is kept in `bodies`.
@@ -38,6 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 OBEY_PHRASE = "reply with only the final answer"
+HOLD_S = 30.0  # the longest a `held` stream waits for its test to let it go on
 OVERFIT_PHRASE = "answer from memory only"
 
 
@@ -64,6 +67,9 @@ class FakeOpenAI:
         self.fault_cycle: dict[str, list[str]] = {}
         self.slow_stream: dict[str, float] = {}  # model -> seconds between a stream's events
         self.cut_streams = 0  # streams whose reader went away before the end
+        self.held: dict[str, threading.Event] = {}  # model -> what its streams wait for after their first event
+        self.hold_timeouts = 0
+        self.connections = 0  # TCP connections accepted
         self.stall_s = 2.0
         self._cycle_calls: Counter = Counter()
         self.bodies: list[dict[str, Any]] = []
@@ -87,6 +93,8 @@ class FakeOpenAI:
 
             def setup(self) -> None:
                 super().setup()
+                with fake._lock:
+                    fake.connections += 1
                 # Headers and body go out as separate writes: without this, Nagle's algorithm holds the body until
                 # the client's delayed ACK (40 ms) on a kept-alive connection.
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -239,6 +247,9 @@ class FakeOpenAI:
             for i, raw in enumerate(events[:1] if broken else events):
                 if i and body.get("model") in self.slow_stream:
                     time.sleep(self.slow_stream[body["model"]])
+                if i == 1 and body.get("model") in self.held and not self.held[body["model"]].wait(HOLD_S):
+                    with self._lock:
+                        self.hold_timeouts += 1
                 handler.wfile.write(raw)
                 handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
