@@ -24,6 +24,8 @@ class FlowLauncher(Protocol):
 
 def why_not_queued(exc: BaseException, deployment: str) -> str:
     """A reason a person can act on for a flow run that could not be created (exceptions may carry no message)."""
+    if isinstance(exc, prefect_api.NoPrefectServer):
+        return str(exc)  # names a setting, no address
     name = type(exc).__name__  # its text names internal addresses: it goes to the log (api/public_errors.py)
     if name == "ObjectNotFound":
         return f"the deployment {deployment!r} is not registered yet (the flow runner is starting or restarting)"

@@ -55,10 +55,20 @@ def job_status_for(state_type: str) -> str:
 _deployment_ids: dict[tuple[str, str], UUID] = {}
 
 
+class NoPrefectServer(RuntimeError):
+    """No Prefect server is configured: Prefect's client would start a temporary one inside this process, whose
+    runs no worker executes (and whose server costs every other request here CPU)."""
+
+
 def _import_client() -> None:
     # lazy: Prefect takes 1.5 s (quiet machine) to 8 s (busy) to import, and the API and the CLI import this module
     import prefect.client.orchestration  # noqa: F401
     import prefect.states  # noqa: F401
+    from prefect.settings import get_current_settings
+
+    if not get_current_settings().api.url:
+        raise NoPrefectServer("no Prefect server is configured (PREFECT_API_URL): flows cannot be queued; "
+                              "`switchboard serve` starts one")
 
 
 def _not_found(exc: BaseException) -> bool:

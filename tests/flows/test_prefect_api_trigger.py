@@ -72,3 +72,15 @@ def test_an_unknown_deployment_is_reported_as_not_registered(deployment):
         asyncio.run(prefect_api.trigger("no-such-flow/no-such-deployment", {}))
     assert "not registered yet" in why_not_queued(caught.value, "no-such-flow/no-such-deployment")
     assert prefect_api._deployment_ids == {}
+
+
+def test_without_a_configured_server_nothing_starts_and_the_reason_names_the_setting():
+    # Outside the harness no Prefect server is configured (tests/conftest.py drops PREFECT_API_URL): Prefect's
+    # client would start a temporary server in this process, whose runs nobody executes.
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        with pytest.raises(prefect_api.NoPrefectServer) as raised:
+            asyncio.run(prefect_api.trigger(NAME, {"job_id": "j"}))
+    reason = why_not_queued(raised.value, NAME)
+    assert "PREFECT_API_URL" in reason and "switchboard serve" in reason and "http" not in reason
