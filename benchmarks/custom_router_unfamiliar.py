@@ -45,7 +45,7 @@ from benchmarks import custom_router_familiarity as bench  # noqa: E402
 from benchmarks import custom_router_pools as pools  # noqa: E402
 from flows.custom_router import familiarity, pipeline  # noqa: E402
 from flows.custom_router import floor as floor_fit  # noqa: E402
-from flows.custom_router.neighbours import POOL, NeighbourTable, outside  # noqa: E402
+from flows.custom_router.neighbours import NeighbourTable, outside  # noqa: E402
 from flows.default_router.data import fold_of  # noqa: E402
 
 RULES = ("served", "mean gate", "none", "always/rows", "always/kinds", "always/near30", "labels/rows", "labels/kinds",
@@ -100,30 +100,13 @@ def learned_threshold(served, d: dict, nested, table, kind: np.ndarray | None, g
         familiarity.SIGNIFICANCE = saved
 
 
-class LexicalTable(NeighbourTable):
-    """NeighbourTable on a mix of the kNN features' cosine and the hashed n-grams' cosine."""
-
-    def __init__(self, emb: np.ndarray, lexical, y: np.ndarray, folds: np.ndarray, a: float):
-        self.emb, self.y, self.folds = unit(emb), np.asarray(y, dtype=np.float64), np.asarray(folds)
-        n, pool = len(self.emb), min(POOL, len(self.emb) - 1)
-        self.index, self.sims = np.zeros((n, pool), dtype=np.int64), np.zeros((n, pool), dtype=np.float32)
-        for s in range(0, n, 1024):
-            sims = (1 - a) * (self.emb[s:s + 1024] @ self.emb.T) + a * (lexical[s:s + 1024] @ lexical.T).toarray()
-            rows = np.arange(s, min(s + 1024, n))
-            sims[rows - s, rows] = -np.inf
-            idx = np.argpartition(-sims, pool - 1, axis=1)[:, :pool]
-            top = np.take_along_axis(sims, idx, axis=1)
-            order = np.argsort(-top, axis=1, kind="stable")
-            self.index[rows], self.sims[rows] = np.take_along_axis(idx, order, 1), np.take_along_axis(top, order, 1)
-
-
 def lexical_matrix(texts: list[str]):
     rows, cols, vals = [], [], []
     for i, text in enumerate(texts):
-        idx, v = featurize(text)  # two unit blocks: divided by sqrt(2), a unit row
+        idx, v = featurize(text)  # a unit row: the cosine of two prompts is one sparse product
         rows += [i] * len(idx)
         cols += idx.tolist()
-        vals += (v / np.sqrt(2)).tolist()
+        vals += v.tolist()
     return sparse.csr_matrix((vals, (rows, cols)), shape=(len(texts), DIM), dtype=np.float32)
 
 
@@ -150,7 +133,9 @@ def rules(pool: pools.Pool, d: dict, lexical) -> dict[str, tuple[np.ndarray, flo
                                                 near), 1.0)
     for a in (0.5, 1.0):
         lex_train, lex_test = lexical[d["train"]], lexical[d["test"]]
-        lex_table = LexicalTable(emb, lex_train, y, folds, a)
+        unit_emb = unit(emb)
+        lex_table = NeighbourTable(emb, y, folds, lambda i, j, a=a, u=unit_emb, lex=lex_train: (
+            (1 - a) * (u[i:j] @ u.T) + a * (lex[i:j] @ lex.T).toarray()))
         floor_a, _, _ = floor_fit.fit_floor(p, y, emb, folds, log=lambda *_: None, table=lex_table)
         sims = (1 - a) * (unit(te_emb) @ unit(emb).T) + a * (lex_test @ lex_train.T).toarray()
         out[f"lexical {a:g}"] = (floor_a.predict(heads, te_emb, nearest(sims, y)).argmax(axis=1), 0.0)
