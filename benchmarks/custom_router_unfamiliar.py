@@ -17,8 +17,9 @@ Rules (what an unfamiliar prompt gets; "unfamiliar" = familiarity below a thresh
 - always/<fallback>: every prompt gets the fallback: `rows` the upload's best single model, `kinds` the model best
   on the mean over the upload's kinds (each kind weighs the same), `near30` the prompt's 10 nearest training
   prompts' quality with the upload's means as 30 pseudo-rows;
-- labels/<fallback>: the mean-gate threshold learned with the upload's benchmarks as kinds (an upload with a
-  benchmark column) instead of k-means kinds;
+- labels/<fallback>: the threshold learned with the upload's benchmarks as kinds (an upload with a benchmark
+  column) instead of k-means kinds, by the mean gate (`gated`: with the gate across kinds), the fallback scored and
+  served being the rows' best model (`rows`) or the model best on the mean over benchmarks (`kinds`);
 - lexical a: the floor's neighbours found on (1 - a) x cosine of the kNN features + a x cosine of hashed word and
   character n-grams (api/selection/lexical.py), no threshold.
 The choosing pool is RouterDC's (routerdc5); MMLU-Pro's and ZeroEval's figures are reported untouched.
@@ -49,7 +50,7 @@ from flows.custom_router.neighbours import NeighbourTable, outside  # noqa: E402
 from flows.default_router.data import fold_of  # noqa: E402
 
 RULES = ("served", "mean gate", "none", "always/rows", "always/kinds", "always/near30", "labels/rows", "labels/kinds",
-         "lexical 0.5", "lexical 1")
+         "labels/kinds gated", "lexical 0.5", "lexical 1")
 
 
 def trained_split(pool: pools.Pool, train: np.ndarray, test: np.ndarray, path: Path) -> dict:
@@ -78,24 +79,34 @@ def fallback_picks(mode: str, y: np.ndarray, kind: np.ndarray, near: Neighbourho
     if mode == "rows":
         return np.full(n, int(y.mean(axis=0).argmax()))
     if mode == "kinds":
-        return np.full(n, int(np.mean([y[kind == g].mean(axis=0) for g in np.unique(kind)], axis=0).argmax()))
+        return np.full(n, kind_balanced_best(y, kind))
     prior = float(mode.removeprefix("near"))
     return ((near.sums + prior * y.mean(axis=0)) / (near.count[:, None] + prior)).argmax(axis=1)
 
 
-def learned_threshold(served, d: dict, nested, table, kind: np.ndarray | None, gate: bool) -> float:
-    """The threshold familiarity.learn_threshold would choose with these kinds, with or without the gate."""
+def kind_balanced_best(y: np.ndarray, kind: np.ndarray) -> int:
+    return int(np.mean([y[kind == g].mean(axis=0) for g in np.unique(kind)], axis=0).argmax())
+
+
+def learned_threshold(served, d: dict, nested, table, kind: np.ndarray | None, gate: bool,
+                      balanced: bool = False) -> float:
+    """The threshold familiarity.learn_threshold would choose with these kinds, with or without the gate;
+    `balanced`: the fallback scored is the model best on the mean over kinds (else the rows' best)."""
     if kind is None or len(np.unique(kind)) < 2:
         return OFF
     y, emb, p = d["y"], d["emb"], d["stacked"]
     kinds_out = familiarity.left_out(served, p, y, emb, kind)
+    if balanced:
+        for k in kinds_out:
+            k["fallback"] = kind_balanced_best(y[~k["rows"]], kind[~k["rows"]])
     own = table.own_fold_out()
     candidates = [OFF] + [float(np.quantile(own.familiarity, q)) for q in familiarity.THRESHOLD_QUANTILES]
     saved = familiarity.SIGNIFICANCE
     familiarity.SIGNIFICANCE = saved if gate else -1e9  # the mean gate: any mean gain over kinds passes
     try:
-        return familiarity.choose(candidates, kinds_out, y, nested.argmax(axis=1), int(y.mean(axis=0).argmax()),
-                                  own.familiarity, np.ones(len(y), dtype=bool))
+        best = kind_balanced_best(y, kind) if balanced else int(y.mean(axis=0).argmax())
+        return familiarity.choose(candidates, kinds_out, y, nested.argmax(axis=1), best, own.familiarity,
+                                  np.ones(len(y), dtype=bool))
     finally:
         familiarity.SIGNIFICANCE = saved
 
@@ -121,12 +132,12 @@ def rules(pool: pools.Pool, d: dict, lexical) -> dict[str, tuple[np.ndarray, flo
     kmeans = None if single else familiarity.kinds(emb, len(y))
     labels = None if single else np.unique(pool.bench[d["train"]], return_inverse=True)[1]
     out = {"none": (routed, 0.0)}
-    for name, kind, gate in (("served", kmeans, True), ("mean gate", kmeans, False), ("labels", labels, False)):
-        t = learned_threshold(served, d, nested, table, kind, gate)
-        away = near.familiarity < t
-        for mode in ("rows", "kinds") if name == "labels" else ("rows",):
-            fb = fallback_picks(mode, y, kind if kind is not None else np.zeros(len(y), int), near)
-            out[name if name != "labels" else f"labels/{mode}"] = (np.where(away, fb, routed), float(away.mean()))
+    for name, kind, gate, mode in (("served", kmeans, True, "rows"), ("mean gate", kmeans, False, "rows"),
+                                   ("labels/rows", labels, False, "rows"), ("labels/kinds", labels, False, "kinds"),
+                                   ("labels/kinds gated", labels, True, "kinds")):
+        away = near.familiarity < learned_threshold(served, d, nested, table, kind, gate, balanced=mode == "kinds")
+        fb = fallback_picks(mode, y, kind if kind is not None else np.zeros(len(y), int), near)
+        out[name] = (np.where(away, fb, routed), float(away.mean()))
     groups = familiarity.kinds(emb, len(y))
     for mode in ("rows", "kinds", "near30"):
         out[f"always/{mode}"] = (fallback_picks(mode, y, groups if groups is not None else np.zeros(len(y), int),
