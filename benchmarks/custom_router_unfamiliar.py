@@ -28,6 +28,7 @@ The choosing pool is RouterDC's (routerdc5); MMLU-Pro's and ZeroEval's figures a
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import tempfile
 from pathlib import Path
@@ -153,6 +154,23 @@ def rules(pool: pools.Pool, d: dict, lexical) -> dict[str, tuple[np.ndarray, flo
     return out
 
 
+def mmlu_pro_labels(column: str) -> np.ndarray:
+    """MMLU-Pro's `category` or `src` of each row of pools.load_mmlu_pro (same file, same filter, same order)."""
+    with (pools.SHARED / "mmlu_pro" / "mmlu_pro_nonmmlu.csv").open(newline="", encoding="utf-8") as f:
+        return np.array([r[column] for r in csv.DictReader(f) if all(r[m] in ("0", "1") for m in pools.MMLU_PRO)])
+
+
+def label_best(pool: pools.Pool, labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """Each held-out row sent to the model best on its label in the training rows (30 pseudo-rows of the mean):
+    what routing by a label the router never sees would score."""
+    prior = pool.y[train].mean(axis=0)
+    best = {}
+    for label in np.unique(labels[test]):
+        rows = train[labels[train] == label]
+        best[label] = int(((pool.y[rows].sum(axis=0) + 30 * prior) / (len(rows) + 30)).argmax())
+    return np.array([best[label] for label in labels[test]])
+
+
 def run_pool(key: str, cache: Path) -> None:
     pool = bench.LOADERS[key]()
     lexical = lexical_matrix(pool.prompts)
@@ -171,6 +189,12 @@ def run_pool(key: str, cache: Path) -> None:
             print("  in distribution: " + "; ".join(
                 f"{r} {bench.gains(pool.bench[test], y, got[r][0])[0]:+.2f} / "
                 f"{bench.gains(pool.bench[test], y, got[r][0])[1]:+.2f}" for r in RULES), flush=True)
+            if key == "mmlu_pro":
+                for column in ("category", "src"):
+                    picks = label_best(pool, mmlu_pro_labels(column), train, test)
+                    print(f"    each {column} to its best model on the training rows: held-out accuracy "
+                          f"{y[np.arange(len(y)), picks].mean():.3f} (served "
+                          f"{y[np.arange(len(y)), got['served'][0]].mean():.3f})", flush=True)
             continue
         print(f"  {name.removeprefix('lobo-')} left out (best on it {y.mean(axis=0).max():.3f}): " + "; ".join(
             f"{r} {y[np.arange(len(y)), got[r][0]].mean():.3f} ({got[r][1]:.0%})" for r in RULES), flush=True)
