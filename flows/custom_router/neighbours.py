@@ -9,6 +9,8 @@ to cross-validate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from api.custom_router.neighbours import NEIGHBOURS, Neighbourhood, nearest, unit
@@ -18,14 +20,19 @@ CHUNK = 1024
 
 
 class NeighbourTable:
-    def __init__(self, emb: np.ndarray, y: np.ndarray, folds: np.ndarray):
+    """`similarity(start, stop)`: the rows start..stop against all rows; default the cosine of `emb` (what serving
+    computes; benchmarks/custom_router_unfamiliar.py tries other measures)."""
+
+    def __init__(self, emb: np.ndarray, y: np.ndarray, folds: np.ndarray,
+                 similarity: Callable[[int, int], np.ndarray] | None = None):
         self.emb, self.y, self.folds = unit(emb), np.asarray(y, dtype=np.float64), np.asarray(folds)
+        similarity = similarity or (lambda start, stop: self.emb[start:stop] @ self.emb.T)
         n = len(self.emb)
         pool = min(POOL, max(n - 1, 1))
         self.index = np.zeros((n, pool), dtype=np.int64)
         self.sims = np.full((n, pool), -np.inf, dtype=np.float32)
         for start in range(0, n, CHUNK):
-            sims = self.emb[start:start + CHUNK] @ self.emb.T
+            sims = np.asarray(similarity(start, min(start + CHUNK, n)), dtype=np.float32)
             rows = np.arange(start, min(start + CHUNK, n))
             sims[rows - start, rows] = -np.inf  # never itself
             idx = np.argpartition(-sims, pool - 1, axis=1)[:, :pool]

@@ -131,3 +131,34 @@ def test_the_floor_artifact_says_what_threshold_was_learned_and_what_it_scored()
     assert "0.8600" in rows[0][""] and "20.0%" in rows[0][""] and "6 kinds" in rows[0][""]
     assert [r["accuracy"] for r in rows] == [0.43, 0.42, 0.40]
     assert familiarity_rows({**learned, "threshold": None})[0][""].startswith("familiarity threshold none")
+
+
+def test_a_fallback_that_pays_on_one_kind_alone_is_not_chosen():
+    """Falling back gains 3 points on one kind left out and nothing on five others: the mean objective gains, but
+    not across kinds (RouterDC without GSM8K chose such a fallback, and it cost 20 points on GSM8K)."""
+    rng = np.random.default_rng(5)
+    kinds_out, ys, start = [], [], 0
+    for g in range(6):
+        n = 200
+        y = np.zeros((n, 2))
+        y[:, 0] = 1.0  # the router's pick (model 0) is right everywhere...
+        gains_here = 6 if g == 0 else 0
+        y[:gains_here * 2, 0], y[:gains_here * 2, 1] = 0.0, 1.0  # ...except on 12 unfamiliar rows of kind 0
+        familiar = np.where(np.arange(n) < gains_here * 2, 0.1, 0.9) + rng.normal(0, 0.01, n)
+        rows = np.zeros(6 * 200, dtype=bool)
+        rows[start:start + n] = True
+        kinds_out.append({"rows": rows, "pick": np.zeros(n, int), "fallback": 1, "familiarity": familiar})
+        ys.append(y)
+        start += n
+    y = np.concatenate(ys)
+    assert not familiarity.holds_across_kinds(0.5, kinds_out, y)
+    everyone = np.ones(len(y), dtype=bool)
+    fam_in = np.full(len(y), 0.9)
+    assert familiarity.objective(0.5, kinds_out, y, np.zeros(len(y), int), 1, fam_in, everyone)[0] > \
+        familiarity.objective(OFF, kinds_out, y, np.zeros(len(y), int), 1, fam_in, everyone)[0]
+    assert familiarity.choose([OFF, 0.5], kinds_out, y, np.zeros(len(y), int), 1, fam_in, everyone) == OFF
+    for k in kinds_out[1:]:  # the same gain on every kind holds
+        k["familiarity"][:12] = 0.1
+        y[np.flatnonzero(k["rows"])[:12]] = [0.0, 1.0]
+    assert familiarity.holds_across_kinds(0.5, kinds_out, y)
+    assert familiarity.choose([OFF, 0.5], kinds_out, y, np.zeros(len(y), int), 1, fam_in, everyone) == 0.5
