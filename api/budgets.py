@@ -4,7 +4,8 @@ prompt optimization, judge sampling), and its settlement with the real cost afte
 `BudgetGate.reserve` asks the store to reserve the call's worst-case cost against every budget of the key, its user
 and their organization (storage/repositories/budgets.py takes one lock per organization, so concurrent calls on
 any number of workers are checked one after another); a refusal raises BudgetExceeded (429 BUDGET_EXCEEDED) and no
-provider is called. `settle` runs off the caller's path, in one background thread, in batches."""
+provider is called. `settle` runs off the caller's path, in one background thread, in batches of what ended within
+SETTLE_EVERY_S."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ log = logging.getLogger("switchboard.api")
 PROMPT_TOKEN_MARGIN, TOKENS_PER_MESSAGE = 1.25, 8
 UNBUDGETED_RECHECK_S = 1.0  # the API's BudgetGate.recheck_unbudgeted_s (docs/operations.md, "Budgets")
 MIN_CALL_USD = 1e-6  # what work about to start must at least have left (prompt optimization's start)
+# The settlement writer gathers what ends within this long into one transaction: committed as each call ended, a
+# busy worker spent more CPU settling than answering (0.75 ms a proxied call; docs/benchmarks.md, issue 36). A
+# reservation counts this much longer, so a caller at its limit may be refused that much earlier, never later.
+SETTLE_EVERY_S = 0.1
 
 
 class BudgetExceeded(ApiError):
@@ -76,7 +81,8 @@ class Hold:
 
 class BudgetGate:
     """The check (`reserve`, in the caller's path) and the settlements (`settle`: queued, and written by one
-    background thread in batches, one transaction each, so a busy worker commits once per batch, not per call)."""
+    background thread in batches, one transaction each, so a busy worker commits once per SETTLE_EVERY_S at most,
+    not per call)."""
 
     MAX_BATCH = 500
 
@@ -90,6 +96,7 @@ class BudgetGate:
         self._unbudgeted: dict[Spender, float] = {}  # spender -> when the store last found no budget for it
         self._queue: list[Settlement] = []
         self._writing = False
+        self._hurry = 0  # drain() callers waiting: write what is queued without gathering more
         self._ready = threading.Condition()
         self._thread: threading.Thread | None = None
 
@@ -133,7 +140,8 @@ class BudgetGate:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._write, name="budget-settle", daemon=True)
                 self._thread.start()
-            self._ready.notify_all()
+            if len(self._queue) in (1, self.MAX_BATCH):  # the writer waits for the first, or gathers up to a batch
+                self._ready.notify_all()
 
     def settle_now(self, hold: Hold, cost: float) -> None:
         """Settle in this thread (a flow run's LM call, already off any event loop)."""
@@ -144,6 +152,10 @@ class BudgetGate:
             with self._ready:
                 while not self._queue:
                     self._ready.wait()
+                gathered_by = time.monotonic() + SETTLE_EVERY_S
+                while (not self._hurry and len(self._queue) < self.MAX_BATCH
+                       and (left := gathered_by - time.monotonic()) > 0):
+                    self._ready.wait(left)
                 batch, self._queue = self._queue[: self.MAX_BATCH], self._queue[self.MAX_BATCH:]
                 self._writing = True
             try:
@@ -162,5 +174,10 @@ class BudgetGate:
     def drain(self) -> None:
         """Wait for the settlements queued so far (tests; shutdown)."""
         with self._ready:
-            while self._queue or self._writing:
-                self._ready.wait()
+            self._hurry += 1
+            self._ready.notify_all()
+            try:
+                while self._queue or self._writing:
+                    self._ready.wait()
+            finally:
+                self._hurry -= 1

@@ -23,6 +23,7 @@ import random
 import re
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.getcwd())
@@ -56,6 +57,20 @@ async def call(app, method: str, path: str, body: bytes, key: str) -> int:
     return statuses[0]
 
 
+def threads_cpu_s() -> dict[str, float]:
+    """CPU seconds of each live thread of this process by name (Linux: /proc, clock ticks), to tell the event loop's
+    share from the background writers' (the call log, budget settlements, the access log's listener)."""
+    tick, seconds = os.sysconf("SC_CLK_TCK"), {}
+    for thread in threading.enumerate():
+        try:
+            fields = open(f"/proc/self/task/{thread.native_id}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = "event loop" if thread is threading.main_thread() else re.sub(r"[-_]?\d+(_\d+)?$", "", thread.name)
+        seconds[name] = seconds.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return seconds
+
+
 async def measure(upstream: str, endpoints: list[str], profile: str | None, profiled: str) -> None:
     os.environ.update({"SWITCHBOARD_LLM_API_BASE": upstream, "SWITCHBOARD_LLM_API_KEY": "sk-bench-0123456789"})
     # lazy: the environment above must be set before the project is imported
@@ -77,6 +92,7 @@ async def measure(upstream: str, endpoints: list[str], profile: str | None, prof
                 "routed": (GATEWAY, [routed] * 1200)}
     app = create_app(publish_owner=False)
     figures: dict[str, float] = {}
+    split: dict[str, dict[str, float]] = {}  # per endpoint: us a request in each thread
     async with app.lifespan():
         app.state.services.authenticator.rate_limiter = None
         key = app.state.services.store.accounts.issue_key("bench").key
@@ -91,8 +107,8 @@ async def measure(upstream: str, endpoints: list[str], profile: str | None, prof
             for body in bodies[:200]:
                 status = await call(app, "POST", path, body, key)
                 assert status == 200, f"{name}: {status}"
-            profiler = cProfile.Profile() if profile and name == profiled else None
-            began = time.process_time()
+            profiler = cProfile.Profile(time.thread_time) if profile and name == profiled else None  # CPU, not wall
+            threads, began = threads_cpu_s(), time.process_time()
             if profiler:
                 profiler.enable()
             for body in bodies[200:]:
@@ -101,11 +117,15 @@ async def measure(upstream: str, endpoints: list[str], profile: str | None, prof
                 profiler.disable()
                 profiler.dump_stats(profile)
             figures[name] = (time.process_time() - began) * 1000
+            split[name] = {thread: (cpu - threads.get(thread, 0.0)) * 1000 for thread, cpu in threads_cpu_s().items()}
     floor = figures["GET /ready"]
     print(f"{os.getcwd()}: server CPU per request, 1,000 each, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}: " + ", ".join(
               f"{name} {us:.0f} us" + (f" ({us / floor:.1f}x)" if name != "GET /ready" else "")
               + (" under cProfile" if profile and name == profiled else "") for name, us in figures.items()))
+    for name, threads in split.items():
+        print(f"  {name} by thread (us a request, clock ticks): " + ", ".join(
+            f"{thread} {us:.0f}" for thread, us in sorted(threads.items(), key=lambda kv: -kv[1]) if us >= 1))
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from api.budgets import BudgetExceeded, BudgetGate
+from api.budgets import BudgetExceeded, BudgetGate, Hold
 from storage.budget_records import Reservation, Spender, resets_at
 from storage.errors import StoreError
 from storage.keys import hash_key
@@ -182,3 +182,32 @@ def test_an_unbudgeted_caller_passes_without_the_store_until_the_recheck_and_its
         gate.reserve(who, 0.4)  # 0.3 spent in the window + 0.4 > 0.5
     assert gate.free_pass(who) is None  # a caller with a budget always asks the store
     assert BudgetGate(store.budgets).free_pass(who) is None  # flows' gates check every call
+
+
+def test_settlements_ending_together_are_written_in_one_transaction_and_drain_does_not_wait_to_gather(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API's gate gathers what ends within SETTLE_EVERY_S into one settle_many (one commit, not one per call:
+    issue 36); drain() (shutdown, tests) writes what is queued at once instead of waiting out the gathering."""
+    import api.budgets
+
+    class Recorded:
+        def __init__(self) -> None:
+            self.batches: list[int] = []
+
+        def settle_many(self, batch: list) -> None:
+            self.batches.append(len(batch))
+
+    monkeypatch.setattr(api.budgets, "SETTLE_EVERY_S", 600.0)  # far longer than the test: only drain() ends it
+    recorded = Recorded()
+    gate = BudgetGate(recorded)  # type: ignore[arg-type]
+    who = Spender("k1", "alice", "acme")
+    for _ in range(50):
+        gate.settle(Hold(who, Reservation(None, 0.0, "2026-11-27", "2026-11")), 0.001)
+    drained = threading.Thread(target=gate.drain, daemon=True)
+    drained.start()
+    drained.join(timeout=60)
+    assert not drained.is_alive(), "drain() waited for the gathering interval"
+    assert recorded.batches == [50]
+    gate.settle(None, 1.0)  # a call that reserved nothing settles nothing
+    gate.drain()
+    assert recorded.batches == [50]
