@@ -29,10 +29,11 @@ log = logging.getLogger("switchboard.api")
 PROMPT_TOKEN_MARGIN, TOKENS_PER_MESSAGE = 1.25, 8
 UNBUDGETED_RECHECK_S = 1.0  # the API's BudgetGate.recheck_unbudgeted_s (docs/operations.md, "Budgets")
 MIN_CALL_USD = 1e-6  # what work about to start must at least have left (prompt optimization's start)
-# The settlement writer gathers what ends within this long into one transaction: committed as each call ended, a
-# busy worker spent more CPU settling than answering (0.75 ms a proxied call; docs/benchmarks.md, issue 36). A
+# The settlement writer gathers what ends within this long into one transaction. Committed as each call ended, a
+# busy worker spent more CPU settling than answering (0.75 ms a proxied call; a DuckDB commit of the spend upserts
+# costs 11-15 ms of CPU at load 23 whatever the batch's size: docs/benchmarks.md, issue 36); at most 4 commits a second now. A
 # reservation counts this much longer, so a caller at its limit may be refused that much earlier, never later.
-SETTLE_EVERY_S = 0.1
+SETTLE_EVERY_S = 0.25
 
 
 class BudgetExceeded(ApiError):
