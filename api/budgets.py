@@ -31,8 +31,8 @@ UNBUDGETED_RECHECK_S = 1.0  # the API's BudgetGate.recheck_unbudgeted_s (docs/op
 MIN_CALL_USD = 1e-6  # what work about to start must at least have left (prompt optimization's start)
 # The settlement writer gathers what ends within this long into one transaction. Committed as each call ended, a
 # busy worker spent more CPU settling than answering (0.75 ms a proxied call; a DuckDB commit of the spend upserts
-# costs 11-15 ms of CPU at load 23 whatever the batch's size: docs/benchmarks.md, issue 36); at most 4 commits a second now. A
-# reservation counts this much longer, so a caller at its limit may be refused that much earlier, never later.
+# costs 11-15 ms of CPU at load 23, whatever the batch's size: docs/benchmarks.md, issue 36); now at most 4 commits
+# a second. A reservation counts this much longer: a caller at its limit may be refused that much earlier, not later.
 SETTLE_EVERY_S = 0.25
 
 
