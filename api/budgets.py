@@ -95,6 +95,7 @@ class BudgetGate:
         # is settled and counted all the same). Flows check every call (0).
         self.recheck_unbudgeted_s = recheck_unbudgeted_s
         self._unbudgeted: dict[Spender, float] = {}  # spender -> when the store last found no budget for it
+        self._day: tuple[int, dict[str, str]] = (-1, {})  # the UTC day number and its windows
         self._queue: list[Settlement] = []
         self._writing = False
         self._hurry = 0  # drain() callers waiting: write what is queued without gathering more
@@ -129,8 +130,15 @@ class BudgetGate:
         seen = self._unbudgeted.get(spender)
         if seen is None or time.monotonic() - seen > self.recheck_unbudgeted_s:
             return None
-        current = windows(datetime.now(timezone.utc))
+        current = self._windows()
         return Hold(spender, Reservation(None, 0.0, current["day"], current["month"]))
+
+    def _windows(self) -> dict[str, str]:
+        """windows(now), formatted once a UTC day: strftime made free_pass cost 59 us a call at load 21 (now 20)."""
+        day = int(time.time() // 86400)  # Unix time's days begin at 00:00 UTC
+        if self._day[0] != day:
+            self._day = (day, windows(datetime.fromtimestamp(day * 86400, timezone.utc)))
+        return self._day[1]
 
     def settle(self, hold: Hold | None, cost_usd: float | None) -> None:
         """Count the real cost and release the reservation, in the background (never on the event loop)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from api.budgets import BudgetExceeded, BudgetGate, Hold
-from storage.budget_records import Reservation, Spender, resets_at
+from storage.budget_records import Reservation, Spender, resets_at, windows
 from storage.errors import StoreError
 from storage.keys import hash_key
 from storage.repositories.budgets import STALE_RESERVATION
@@ -175,6 +175,8 @@ def test_an_unbudgeted_caller_passes_without_the_store_until_the_recheck_and_its
     store.budgets.set_budget("admin", "acme", "key", who.key_id, "day", 0.5)
     passed = gate.free_pass(who)
     assert passed is not None and passed.reservation.reservation_id is None
+    today = windows(now())  # the gate formats the windows once a day: they are still today's
+    assert (passed.reservation.day, passed.reservation.month) == (today["day"], today["month"])
     gate.settle_now(passed, 0.3)
     time.sleep(0.25)
     assert gate.free_pass(who) is None  # the window is over: the store is asked again
