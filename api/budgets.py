@@ -5,7 +5,7 @@ prompt optimization, judge sampling), and its settlement with the real cost afte
 and their organization (storage/repositories/budgets.py takes one lock per organization, so concurrent calls on
 any number of workers are checked one after another); a refusal raises BudgetExceeded (429 BUDGET_EXCEEDED) and no
 provider is called. `settle` runs off the caller's path, in one background thread, in batches of what ended within
-SETTLE_EVERY_S."""
+SPEND_EVERY_S (a reservation's release within RELEASE_WITHIN_S)."""
 
 from __future__ import annotations
 
@@ -29,11 +29,12 @@ log = logging.getLogger("switchboard.api")
 PROMPT_TOKEN_MARGIN, TOKENS_PER_MESSAGE = 1.25, 8
 UNBUDGETED_RECHECK_S = 1.0  # the API's BudgetGate.recheck_unbudgeted_s (docs/operations.md, "Budgets")
 MIN_CALL_USD = 1e-6  # what work about to start must at least have left (prompt optimization's start)
-# The settlement writer gathers what ends within this long into one transaction. Committed as each call ended, a
-# busy worker spent more CPU settling than answering (0.75 ms a proxied call; a DuckDB commit of the spend upserts
-# costs 11-15 ms of CPU at load 23, whatever the batch's size: docs/benchmarks.md, issue 36); now at most 4 commits
-# a second. A reservation counts this much longer: a caller at its limit may be refused that much earlier, not later.
-SETTLE_EVERY_S = 0.25
+# The settlement writer gathers what ends within a while into one transaction. Committed as each call ended, a busy
+# worker spent more CPU settling than answering (0.75 ms a proxied call: a DuckDB commit of the spend upserts costs
+# 15-20 ms of CPU at load 17 whatever the batch's size; docs/benchmarks.md, issue 36). Spend alone (a caller with no
+# budget reserves nothing) waits up to SPEND_EVERY_S; a reservation is released within RELEASE_WITHIN_S, so a
+# caller at its limit is refused at most that much earlier than if it were released at once (never later).
+SPEND_EVERY_S, RELEASE_WITHIN_S = 1.0, 0.1
 
 
 class BudgetExceeded(ApiError):
@@ -82,8 +83,7 @@ class Hold:
 
 class BudgetGate:
     """The check (`reserve`, in the caller's path) and the settlements (`settle`: queued, and written by one
-    background thread in batches, one transaction each, so a busy worker commits once per SETTLE_EVERY_S at most,
-    not per call)."""
+    background thread in batches, one transaction each, so a busy worker commits a few times a second, not per call)."""
 
     MAX_BATCH = 500
 
@@ -99,6 +99,7 @@ class BudgetGate:
         self._queue: list[Settlement] = []
         self._writing = False
         self._hurry = 0  # drain() callers waiting: write what is queued without gathering more
+        self._release_by = math.inf  # when the writer must commit: a queued reservation is released by then
         self._ready = threading.Condition()
         self._thread: threading.Thread | None = None
 
@@ -149,7 +150,10 @@ class BudgetGate:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._write, name="budget-settle", daemon=True)
                 self._thread.start()
-            if len(self._queue) in (1, self.MAX_BATCH):  # the writer waits for the first, or gathers up to a batch
+            wake = len(self._queue) in (1, self.MAX_BATCH)  # the writer waits for the first, or gathers up to a batch
+            if hold.reservation.reservation_id is not None and self._release_by == math.inf:
+                self._release_by, wake = time.monotonic() + RELEASE_WITHIN_S, True  # the writer's wait shortens
+            if wake:
                 self._ready.notify_all()
 
     def settle_now(self, hold: Hold, cost: float) -> None:
@@ -161,11 +165,13 @@ class BudgetGate:
             with self._ready:
                 while not self._queue:
                     self._ready.wait()
-                gathered_by = time.monotonic() + SETTLE_EVERY_S
+                gathered_by = time.monotonic() + SPEND_EVERY_S
                 while (not self._hurry and len(self._queue) < self.MAX_BATCH
-                       and (left := gathered_by - time.monotonic()) > 0):
+                       and (left := min(gathered_by, self._release_by) - time.monotonic()) > 0):
                     self._ready.wait(left)
                 batch, self._queue = self._queue[: self.MAX_BATCH], self._queue[self.MAX_BATCH:]
+                held = any(s.reservation.reservation_id is not None for s in self._queue)
+                self._release_by = time.monotonic() if held else math.inf  # what is left over: now, or gather again
                 self._writing = True
             try:
                 self._store(batch)

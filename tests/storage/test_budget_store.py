@@ -188,23 +188,17 @@ def test_an_unbudgeted_caller_passes_without_the_store_until_the_recheck_and_its
 
 def test_settlements_ending_together_are_written_in_one_transaction_and_drain_does_not_wait_to_gather(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The API's gate gathers what ends within SETTLE_EVERY_S into one settle_many (one commit, not one per call:
+    """The API's gate gathers what ends within SPEND_EVERY_S into one settle_many (one commit, not one per call:
     issue 36); drain() (shutdown, tests) writes what is queued at once instead of waiting out the gathering."""
     import api.budgets
 
-    class Recorded:
-        def __init__(self) -> None:
-            self.batches: list[int] = []
-
-        def settle_many(self, batch: list) -> None:
-            self.batches.append(len(batch))
-
-    monkeypatch.setattr(api.budgets, "SETTLE_EVERY_S", 600.0)  # far longer than the test: only drain() ends it
-    recorded = Recorded()
+    monkeypatch.setattr(api.budgets, "SPEND_EVERY_S", 600.0)  # far longer than the test: only drain() ends it
+    recorded = RecordedSettlements()
     gate = BudgetGate(recorded)  # type: ignore[arg-type]
     who = Spender("k1", "alice", "acme")
     for _ in range(50):
         gate.settle(Hold(who, Reservation(None, 0.0, "2026-11-27", "2026-11")), 0.001)
+    assert recorded.batches == []  # gathering
     drained = threading.Thread(target=gate.drain, daemon=True)
     drained.start()
     drained.join(timeout=60)
@@ -213,3 +207,31 @@ def test_settlements_ending_together_are_written_in_one_transaction_and_drain_do
     gate.settle(None, 1.0)  # a call that reserved nothing settles nothing
     gate.drain()
     assert recorded.batches == [50]
+
+
+def test_a_reservation_is_released_without_waiting_for_the_spend_to_gather(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spend alone may wait SPEND_EVERY_S; a queued reservation makes the writer commit within RELEASE_WITHIN_S,
+    taking the spend gathered so far with it."""
+    import api.budgets
+
+    monkeypatch.setattr(api.budgets, "SPEND_EVERY_S", 600.0)
+    recorded = RecordedSettlements()
+    gate = BudgetGate(recorded)  # type: ignore[arg-type]
+    who = Spender("k1", "alice", "acme")
+    for _ in range(5):
+        gate.settle(Hold(who, Reservation(None, 0.0, "2026-11-27", "2026-11")), 0.001)
+    gate.settle(Hold(who, Reservation("r1", 0.05, "2026-11-27", "2026-11")), 0.001)
+    deadline = time.monotonic() + 60  # RELEASE_WITHIN_S is 0.1 s; a loaded machine may take longer to schedule
+    while not recorded.batches and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert recorded.batches == [6]
+
+
+class RecordedSettlements:
+    """A Budgets stand-in that records the size of each settle_many batch."""
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    def settle_many(self, batch: list) -> None:
+        self.batches.append(len(batch))
