@@ -22,7 +22,7 @@ from storage.records import User
 
 
 async def message(request: Request, gateway: GatewayService, data: dict[str, Any], size: int,
-               user: User) -> Response | Stream:
+                  user: User) -> Response | Stream:
     body = messages.chat_body(data, messages.parse(data))  # checked after the key, as on the declared path
     result = await until_the_caller_leaves(request.receive, gateway.complete(body, size, user))
     return respond(result, messages_answer.whole, messages_answer.translated)

@@ -1,7 +1,7 @@
 """The hot endpoints answer without Litestar's per-request machinery (docs/architecture.md, "The lean path of a hot
-endpoint"): no kwargs extraction, no dependency resolution, no signature model. A change that puts modelSelect, /v1/chat/completions or
-/v1/messages back on that path (a new parameter, a dependency, a dropped hook) costs about a third of its CPU and
-fails here."""
+endpoint"): no kwargs extraction, no dependency resolution, no signature model. A change that puts modelSelect,
+/v1/chat/completions or /v1/messages back on that path (a new parameter, a dependency, a dropped hook) costs them
+(modelSelect about a third of its CPU) and fails here."""
 
 from __future__ import annotations
 
