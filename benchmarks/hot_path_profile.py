@@ -9,7 +9,9 @@ Requests as benchmarks/hot_path.py sends them: modelSelect with its wrk script's
 ~2,000-character prompt varied per request), `/v1/chat/completions` proxied (`openai/gpt-4o-mini`) and routed
 (`switchboard`, 2 candidates) with its prompt, against the fake upstream in a process of its own (no delay;
 benchmarks/gateway_overhead.py), whose CPU is not counted. 1,000 timed `GET /ready`, then for each endpoint 200
-warm-up requests and 1,000 timed.
+warm-up requests and 1,000 timed. modelSelect's candidates without figures start auto-onboarding, whose thread keeps
+working while the next endpoints run (and whose flow run cannot start here: no Prefect): measure the gateway alone
+with `--endpoint proxied --endpoint routed`.
 """
 
 from __future__ import annotations
