@@ -1,5 +1,12 @@
 """The OpenAI-compatible gateway: POST /v1/chat/completions and GET /v1/models. Thin: the work is in
-api/gateway/service.py; errors on /v1 take OpenAI's error shape (api/error_responses.py)."""
+api/gateway/service.py; errors on /v1 take OpenAI's error shape (api/error_responses.py).
+
+The lean path (docs/architecture.md, "The lean path of a hot endpoint"), as modelSelect's: the route's
+`before_request` hook decodes the body with msgspec, authenticates through the app's own `user` provider and calls
+the gateway, without Litestar's per-request kwargs extraction, dependency resolution or signature model. A body that
+is not a JSON object is handed back to the declared handler (the hook answers None), which reports it with the
+errors and order of checks it always had; the handler's signature is also what the OpenAPI schema documents.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import msgspec
 from litestar import MediaType, Request, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
@@ -21,13 +29,40 @@ from api.openapi_docs import error_responses
 from storage.records import User
 
 
+_OBJECT = msgspec.json.Decoder(dict[str, Any])
+GatewayCall = Callable[[Request, GatewayService, dict[str, Any], int, User], Awaitable[Response | Stream]]
+
+
+def lean_path(answer: GatewayCall) -> Callable[[Request], Awaitable[Response | Stream | None]]:
+    """A gateway route's `before_request` hook: the body decoded, the caller authenticated and `answer` called
+    without the dependency machinery; None (the declared handler answers) when the body is not a JSON object."""
+
+    async def lean(request: Request) -> Response | Stream | None:
+        body = await request.body()  # bounded by the app's body limit and api/body_guard.py, as before
+        try:
+            data = _OBJECT.decode(body)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # ValidationError is a DecodeError
+            return None  # the declared path reports it, in its order (the body, then the key)
+        # The app's `user` provider (api/app.py: the cached authenticator, its rate limits, a trace span when on).
+        user = await request.app.dependencies["user"].dependency(request)
+        return await answer(request, request.app.state.services.gateway, data, len(body), user)
+
+    return lean
+
+
+async def complete(request: Request, gateway: GatewayService, data: dict[str, Any], size: int,
+                   user: User) -> Response | Stream:
+    return respond(await until_the_caller_leaves(request.receive, gateway.complete(data, size, user)))
+
+
 @post("/v1/chat/completions", operation_id="chatCompletions", tags=["gateway"], status_code=200,
       summary="Route, call and record a chat completion (OpenAI wire format)", security=SECURITY,
-      responses=error_responses(404), dependencies={"gateway": after_auth("gateway")})
+      responses=error_responses(404), dependencies={"gateway": after_auth("gateway")},
+      before_request=lean_path(complete))
 async def chat_completions(data: JSONBody[dict[str, Any]], user: NamedDependency[User],
                            gateway: NamedDependency[GatewayService], request: Request) -> Response | Stream:
-    size = len(await request.body())
-    return respond(await until_the_caller_leaves(request.receive, gateway.complete(data, size, user)))
+    # Reached when the lean path hands a request back; Litestar has decoded it, or answered its error.
+    return await complete(request, gateway, data, len(await request.body()), user)
 
 
 def respond(result: Any, whole: Callable[[Any], Any] = lambda body: body,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from api.budgets import BudgetExceeded, BudgetGate
-from storage.budget_records import Reservation, Spender, resets_at
+from api.budgets import BudgetExceeded, BudgetGate, Hold
+from storage.budget_records import Reservation, Spender, resets_at, windows
 from storage.errors import StoreError
 from storage.keys import hash_key
 from storage.repositories.budgets import STALE_RESERVATION
@@ -175,6 +175,8 @@ def test_an_unbudgeted_caller_passes_without_the_store_until_the_recheck_and_its
     store.budgets.set_budget("admin", "acme", "key", who.key_id, "day", 0.5)
     passed = gate.free_pass(who)
     assert passed is not None and passed.reservation.reservation_id is None
+    today = windows(now())  # the gate formats the windows once a day: they are still today's
+    assert (passed.reservation.day, passed.reservation.month) == (today["day"], today["month"])
     gate.settle_now(passed, 0.3)
     time.sleep(0.25)
     assert gate.free_pass(who) is None  # the window is over: the store is asked again
@@ -182,3 +184,54 @@ def test_an_unbudgeted_caller_passes_without_the_store_until_the_recheck_and_its
         gate.reserve(who, 0.4)  # 0.3 spent in the window + 0.4 > 0.5
     assert gate.free_pass(who) is None  # a caller with a budget always asks the store
     assert BudgetGate(store.budgets).free_pass(who) is None  # flows' gates check every call
+
+
+def test_settlements_ending_together_are_written_in_one_transaction_and_drain_does_not_wait_to_gather(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API's gate gathers what ends within SPEND_EVERY_S into one settle_many (one commit, not one per call:
+    issue 36); drain() (shutdown, tests) writes what is queued at once instead of waiting out the gathering."""
+    import api.budgets
+
+    monkeypatch.setattr(api.budgets, "SPEND_EVERY_S", 600.0)  # far longer than the test: only drain() ends it
+    recorded = RecordedSettlements()
+    gate = BudgetGate(recorded)  # type: ignore[arg-type]
+    who = Spender("k1", "alice", "acme")
+    for _ in range(50):
+        gate.settle(Hold(who, Reservation(None, 0.0, "2026-11-27", "2026-11")), 0.001)
+    assert recorded.batches == []  # gathering
+    drained = threading.Thread(target=gate.drain, daemon=True)
+    drained.start()
+    drained.join(timeout=60)
+    assert not drained.is_alive(), "drain() waited for the gathering interval"
+    assert recorded.batches == [50]
+    gate.settle(None, 1.0)  # a call that reserved nothing settles nothing
+    gate.drain()
+    assert recorded.batches == [50]
+
+
+def test_a_reservation_is_released_without_waiting_for_the_spend_to_gather(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spend alone may wait SPEND_EVERY_S; a queued reservation makes the writer commit within RELEASE_WITHIN_S,
+    taking the spend gathered so far with it."""
+    import api.budgets
+
+    monkeypatch.setattr(api.budgets, "SPEND_EVERY_S", 600.0)
+    recorded = RecordedSettlements()
+    gate = BudgetGate(recorded)  # type: ignore[arg-type]
+    who = Spender("k1", "alice", "acme")
+    for _ in range(5):
+        gate.settle(Hold(who, Reservation(None, 0.0, "2026-11-27", "2026-11")), 0.001)
+    gate.settle(Hold(who, Reservation("r1", 0.05, "2026-11-27", "2026-11")), 0.001)
+    deadline = time.monotonic() + 60  # RELEASE_WITHIN_S is 0.1 s; a loaded machine may take longer to schedule
+    while not recorded.batches and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert recorded.batches == [6]
+
+
+class RecordedSettlements:
+    """A Budgets stand-in that records the size of each settle_many batch."""
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    def settle_many(self, batch: list) -> None:
+        self.batches.append(len(batch))
