@@ -59,6 +59,6 @@ class JsonFormatter(logging.Formatter):
             out.update(fields)
         else:
             out["message"] = record.getMessage()
-        if record.exc_info:
-            out["exception"] = self.formatException(record.exc_info)
+        if record.exc_info or record.exc_text:  # exc_text: rendered already (api/observability/log_queue.py)
+            out["exception"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(out, default=str)
