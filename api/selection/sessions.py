@@ -65,7 +65,7 @@ class SessionLog:
     def __init__(self, events_dir: events.EventsDir, flush_seconds: float, recent: int = 20_000) -> None:
         self.events_dir, self.flush_seconds = events_dir, flush_seconds
         self._feedback_seen: set[Path | str] = set()
-        self.sessions = EventBuffer(events_dir, "sessions", SESSION_SCHEMA, flush_seconds)
+        self.sessions = EventBuffer(events_dir, "sessions", SESSION_SCHEMA, flush_seconds, text_columns=("content",))
         self.feedback = EventBuffer(events_dir, "feedback", FEEDBACK_SCHEMA, flush_seconds)
         self._recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._recent_max = recent
