@@ -70,3 +70,17 @@ def test_the_app_logs_through_it(monkeypatch):
     logging_config("INFO").configure()
     handlers = [h for h in logging.getLogger().handlers if isinstance(h, DeferredFormatHandler)]
     assert len(handlers) == 1 and handlers[0].target.formatter is not None
+
+
+def test_the_access_record_is_the_one_log_log_would_make(caplog):
+    from api.observability import access_log
+    from api.observability.exchange import Exchange
+
+    exchange = Exchange("POST", "/v2/modelRouter/modelSelect", request_id="r-9", key_prefix="sb-abc")
+    exchange.status = 200
+    with caplog.at_level(logging.INFO, logger="switchboard.access"):
+        access_log.write(exchange, "/v2/modelRouter/modelSelect")
+    (record,) = [r for r in caplog.records if r.name == "switchboard.access"]
+    assert record.getMessage().startswith("method=POST route=/v2/modelRouter/modelSelect status=200 duration_ms=")
+    assert record.module == "access_log" and record.funcName == "write" and record.pathname == access_log.__file__
+    assert record.fields["request_id"] == "r-9" and record.fields["key"] == "sb-abc"
