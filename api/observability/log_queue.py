@@ -1,13 +1,14 @@
-"""The service's log handler: a record is queued on the thread that logs it and formatted and written by one
-listener thread, so a request pays for a queue put and nothing else (api/logging_setup.py installs it).
+"""The service's log handler: a record is queued on the thread that logs it, and formatted and written by one
+writer thread, so a request pays for a queue put and nothing else (api/logging_setup.py installs it).
 
 Litestar's default queue handler (Python 3.11) formatted every record on the request's thread (asctime with
 strftime, the message, a copy of the record) and put it on a `queue.Queue` under the handler's lock and the queue's
-condition: about 12 % of a modelSelect's CPU in process, mostly the access line (docs/benchmarks.md, issue 36).
-Here the handler takes no lock (`queue.SimpleQueue.put` is atomic) and the listener formats. The line written is
-the same: the formatter sees the same record, whose time was taken when it was made. What could change between
-the put and the formatting is merged first: a message's arguments (which may be mutable objects) into its text,
-and an exception's traceback into text (which also frees its frames); such a record is copied first, so other
+condition; its listener then wrote each line with a write() and a flush() of its own: about 12 % of a modelSelect's
+CPU in process, mostly the access line (docs/benchmarks.md, issue 36). Here the handler takes no lock
+(`queue.SimpleQueue.put` is atomic), and the writer formats and writes whatever queued meanwhile with one write().
+The lines are the same: the formatter sees the same record, whose time was taken when it was made. What could change
+between the put and the formatting is merged first: a message's arguments (which may be mutable objects) into its
+text, and an exception's traceback into text (which also frees its frames); such a record is copied first, so other
 handlers (pytest's caplog, say) still see the original.
 """
 
@@ -16,21 +17,21 @@ from __future__ import annotations
 import copy
 import logging
 import queue
-from logging.handlers import QueueListener
+import sys
+import threading
 from typing import TextIO
+
+BATCH = 512  # records written with one write() at most: under load, one system call serves many lines
+_STOP = object()
 
 
 class DeferredFormatHandler(logging.Handler):
     def __init__(self, stream: TextIO | None = None) -> None:
         super().__init__()
-        self.queue: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-        self.target = logging.StreamHandler(stream)  # stderr, as Litestar's handler wrote
-        self.listener: QueueListener | None = QueueListener(self.queue, self.target)
-        self.listener.start()
-
-    def setFormatter(self, fmt: logging.Formatter | None) -> None:
-        super().setFormatter(fmt)
-        self.target.setFormatter(fmt)  # the listener's handler formats
+        self.stream = stream if stream is not None else sys.stderr  # stderr, as Litestar's handler wrote
+        self.queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._writer = threading.Thread(target=self._write_queued, name="log-writer", daemon=True)
+        self._writer.start()
 
     def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
         """Handler.handle without the handler's lock: the queue is the only shared state, and its put is atomic."""
@@ -49,7 +50,7 @@ class DeferredFormatHandler(logging.Handler):
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
         if not record.args and not record.exc_info:
-            return record  # text only (the access line): nothing can change before the listener formats it
+            return record  # text only (the access line): nothing can change before the writer formats it
         record = copy.copy(record)
         record.msg, record.args = record.getMessage(), None
         if record.exc_info:
@@ -58,14 +59,40 @@ class DeferredFormatHandler(logging.Handler):
             record.exc_info = None
         return record
 
+    def _write_queued(self) -> None:
+        """The writer thread: waits for a record, takes whatever else is queued (up to BATCH), formats them in order
+        and writes them at once; ends at close()'s stop mark, once what came before it is written."""
+        get, get_nowait = self.queue.get, self.queue.get_nowait
+        while True:
+            batch = [get()]
+            try:
+                while len(batch) < BATCH:
+                    batch.append(get_nowait())
+            except queue.Empty:
+                pass
+            lines = []
+            for record in batch:
+                if record is not _STOP:
+                    try:
+                        lines.append(self.format(record) + "\n")  # type: ignore[arg-type]
+                    except Exception:
+                        self.handleError(record)  # type: ignore[arg-type]
+            if lines:
+                try:
+                    self.stream.write("".join(lines))
+                    self.stream.flush()
+                except Exception:
+                    self.handleError(batch[-1])  # type: ignore[arg-type]
+            if _STOP in batch:
+                return
+
     def flush(self) -> None:
-        self.target.flush()  # records still queued are written by the listener, at the latest by close()
+        """Records still queued are written by the writer thread, at the latest by close()."""
 
     def close(self) -> None:
-        """Stop the listener once every queued record is written (logging.shutdown calls this at exit, and a new
+        """Stop the writer once every queued record is written (logging.shutdown calls this at exit, and a new
         logging configuration on the old handler)."""
-        listener, self.listener = self.listener, None
-        if listener is not None and listener._thread is not None:
-            listener.stop()
-        self.target.close()
+        if self._writer.is_alive():
+            self.queue.put(_STOP)
+            self._writer.join(timeout=10)
         super().close()

@@ -1,5 +1,5 @@
 """The service's log handler (api/observability/log_queue.py) writes what the formatter makes of each record, in
-order, from its listener thread: the same lines as formatting on the logging thread."""
+order, from its writer thread: the same lines as formatting on the logging thread."""
 
 import io
 import json
@@ -17,7 +17,7 @@ def written(records, formatter):
     handler.setFormatter(formatter)
     for record in records:
         handler.handle(record)
-    handler.close()  # drains the queue before the listener stops
+    handler.close()  # drains the queue before the writer stops
     return stream.getvalue()
 
 
@@ -40,7 +40,7 @@ def test_arguments_are_merged_before_they_can_change_and_the_original_record_is_
     handler = DeferredFormatHandler(stream)
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler.handle(original)
-    state[0] = "after"  # the caller moves on before the listener gets to the record
+    state[0] = "after"  # the caller moves on before the writer gets to the record
     handler.close()
     assert stream.getvalue() == "state ['before']\n"
     assert original.args == (state,) and original.msg == "state %s"  # other handlers see the record as logged
@@ -69,7 +69,7 @@ def test_the_app_logs_through_it(monkeypatch):
 
     logging_config("INFO").configure()
     handlers = [h for h in logging.getLogger().handlers if isinstance(h, DeferredFormatHandler)]
-    assert len(handlers) == 1 and handlers[0].target.formatter is not None
+    assert len(handlers) == 1 and handlers[0].formatter is not None
 
 
 def test_the_access_record_is_the_one_log_log_would_make(caplog):
@@ -84,3 +84,14 @@ def test_the_access_record_is_the_one_log_log_would_make(caplog):
     assert record.getMessage().startswith("method=POST route=/v2/modelRouter/modelSelect status=200 duration_ms=")
     assert record.module == "access_log" and record.funcName == "write" and record.pathname == access_log.__file__
     assert record.fields["request_id"] == "r-9" and record.fields["key"] == "sb-abc"
+
+
+def test_a_burst_is_written_in_order_and_close_is_idempotent():
+    stream = io.StringIO()
+    handler = DeferredFormatHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    for i in range(3000):  # more than one batch
+        handler.handle(record(f"line {i}"))
+    handler.close()
+    handler.close()
+    assert stream.getvalue() == "".join(f"line {i}\n" for i in range(3000))
