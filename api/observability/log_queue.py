@@ -3,13 +3,13 @@ writer thread, so a request pays for a queue put and nothing else (api/logging_s
 
 Litestar's default queue handler (Python 3.11) formatted every record on the request's thread (asctime with
 strftime, the message, a copy of the record) and put it on a `queue.Queue` under the handler's lock and the queue's
-condition; its listener then wrote each line with a write() and a flush() of its own: about 12 % of a modelSelect's
-CPU in process, mostly the access line (docs/benchmarks.md, issue 36). Here the handler takes no lock
-(`queue.SimpleQueue.put` is atomic), and the writer formats and writes whatever queued meanwhile with one write().
-The lines are the same: the formatter sees the same record, whose time was taken when it was made. What could change
-between the put and the formatting is merged first: a message's arguments (which may be mutable objects) into its
-text, and an exception's traceback into text (which also frees its frames); such a record is copied first, so other
-handlers (pytest's caplog, say) still see the original.
+condition, which woke its listener to write that one line with a write() and a flush(): about 12 % of a
+modelSelect's CPU in process, mostly the access line (docs/benchmarks.md, issue 36). Here the handler takes no lock
+(`queue.SimpleQueue.put` is atomic), and the writer, waking at most every LINGER_S, formats and writes whatever
+queued meanwhile with one write(). The lines are the same: the formatter sees the same record, whose time was taken
+when it was made. What could change between the put and the formatting is merged first: a message's arguments
+(which may be mutable objects) into its text, and an exception's traceback into text (which also frees its
+frames); such a record is copied first, so other handlers (pytest's caplog, say) still see the original.
 """
 
 from __future__ import annotations
@@ -19,9 +19,14 @@ import logging
 import queue
 import sys
 import threading
+import time
 from typing import TextIO
 
 BATCH = 512  # records written with one write() at most: under load, one system call serves many lines
+# After a write the writer waits this long before it looks again, so that lines gather: a writer blocked in get()
+# is woken by every put (a futex wake, and the GIL handed over and back), one that sleeps is not. Lines reach the
+# stream at most this much later.
+LINGER_S = 0.02
 _STOP = object()
 
 
@@ -85,6 +90,7 @@ class DeferredFormatHandler(logging.Handler):
                     self.handleError(batch[-1])  # type: ignore[arg-type]
             if _STOP in batch:
                 return
+            time.sleep(LINGER_S)
 
     def flush(self) -> None:
         """Records still queued are written by the writer thread, at the latest by close()."""

@@ -11,7 +11,8 @@ SAMPLES = [
     "hello world", "  leading and trailing  ", "trailing newline\n", "\n\n\n", "   ", "x\r\ny", "\t\tindented\n",
     "I'm sure they'll've said it's 'quoted' and we're 'RE' and 'LL'", "1234567 12 1 000000000", "a1b2c3 99bottles",
     "def f(x):\n    return x ** 2  # comment\n\n\n", "!!!??? ... --- +++ === \n\n", "<|endoftext|> is plain text",
-    "$\\frac{1}{2}$ and \\sqrt{x}", "word\x1cword\x1fword \x0b \x0c end", "ends with spaces   ", "ends with mixed \n \n ",
+    "$\\frac{1}{2}$ and \\sqrt{x}", "word\x1cword\x1fword \x0b \x0c end", "ends with spaces   ",
+    "ends with mixed \n \n ",
 ]
 
 
