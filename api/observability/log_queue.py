@@ -33,10 +33,16 @@ _STOP = object()
 class DeferredFormatHandler(logging.Handler):
     def __init__(self, stream: TextIO | None = None) -> None:
         super().__init__()
-        self.stream = stream if stream is not None else sys.stderr  # stderr, as Litestar's handler wrote
+        self._stream = stream
         self.queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write_queued, name="log-writer", daemon=True)
         self._writer.start()
+
+    @property
+    def stream(self) -> TextIO:
+        """The stream given, else stderr as it is when a batch is written (as logging's last resort does): a
+        stderr replaced and closed meanwhile (a test harness's capture, say) is not written to."""
+        return self._stream if self._stream is not None else sys.stderr
 
     def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
         """Handler.handle without the handler's lock: the queue is the only shared state, and its put is atomic."""

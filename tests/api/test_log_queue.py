@@ -95,3 +95,13 @@ def test_a_burst_is_written_in_order_and_close_is_idempotent():
     handler.close()
     handler.close()
     assert stream.getvalue() == "".join(f"line {i}\n" for i in range(3000))
+
+
+def test_without_a_stream_it_writes_to_stderr_as_it_is_at_write_time(monkeypatch):
+    handler = DeferredFormatHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    replaced = io.StringIO()
+    monkeypatch.setattr("sys.stderr", replaced)  # e.g. a test harness capturing, after the handler was made
+    handler.handle(record("to the stderr of now"))
+    handler.close()
+    assert replaced.getvalue() == "to the stderr of now\n"
