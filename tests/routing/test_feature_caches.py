@@ -48,3 +48,12 @@ def test_vectors_are_the_plain_computations():
         got = fz.featurize(text, n_messages=2).vector
         assert np.allclose(got[: fz.embedding.dim], v, rtol=1e-6, atol=1e-7), repr(text)
         assert np.array_equal(got[fz.embedding.dim:], hand_features(text, n_messages=2))
+
+
+def test_marker_counts_skip_only_tokens_that_cannot_occur():
+    from api.routing.features import _CODE_GROUPS, _CODE_TOKENS, _LATEX_GROUPS, _LATEX_TOKENS, _occurrences
+
+    samples = texts(300, seed=9) + ["```py\nprint(x)\n```", "a => b; f(); };", "#include <x>", "$\\frac{1}{2}$ \\sum"]
+    for text in samples:
+        for tokens, groups in ((_CODE_TOKENS, _CODE_GROUPS), (_LATEX_TOKENS, _LATEX_GROUPS)):
+            assert _occurrences(text, groups) == sum(text.count(t) for t in tokens), repr(text)
