@@ -10,7 +10,7 @@ from litestar.logging.config import LoggingConfig
 
 QUIET_LOGGERS = ("httpx", "httpcore", "hpack", "urllib3")
 JSON_FORMATTER = "api.observability.access_log.JsonFormatter"
-# Litestar's default `queue_listener` handler, replaced by one that formats on its listener thread
+# Litestar's default `queue_listener` handler, replaced by one that formats and writes on its writer thread
 QUEUE_HANDLER = {"()": "api.observability.log_queue.DeferredFormatHandler", "level": "DEBUG", "formatter": "standard"}
 
 
