@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Any
+
+from api.random_ids import random_hex
 
 HEADER = b"x-request-id"
 _SAFE = re.compile(rb"[A-Za-z0-9._:-]{1,128}")  # fullmatch: a $ would also pass a final newline
@@ -24,7 +25,7 @@ class RequestIdMiddleware:
             return
         # Honour a caller's id when it is safe to echo; otherwise mint one.
         incoming = next((v for k, v in scope.get("headers", ()) if k == HEADER), None)
-        rid = incoming.decode() if incoming and _SAFE.fullmatch(incoming) else uuid.uuid4().hex
+        rid = incoming.decode() if incoming and _SAFE.fullmatch(incoming) else random_hex(16)
         scope.setdefault("state", {})["request_id"] = rid
         raw = rid.encode()
 

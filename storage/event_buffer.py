@@ -6,6 +6,11 @@ against the table's schema. That parse runs in C++ without the GIL, so request h
 second's worth of rows is converted; building Arrow arrays from Python dicts instead held the GIL long enough to
 show in modelSelect's p99 (docs/benchmarks.md).
 
+Long free-text columns (`text_columns`: a session's messages) are kept aside as Python strings instead: escaping
+2 KB of JSON-in-JSON cost more than the rest of the row on the request's thread (13 us of 15 per session row), and
+parsing it back most of the flush; at flush each becomes one Arrow column in a single call (about 0.5 us a row),
+and Parquet writes it without trying a dictionary (free text seldom repeats).
+
 Loss window: rows acknowledged less than `flush_seconds` before a crash (kill -9, power loss) are lost; a clean
 shutdown (`close()`) flushes everything (docs/routing.md, "Sessions").
 
@@ -24,7 +29,7 @@ import io
 import logging
 import threading
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgspec
 import pyarrow as pa
@@ -35,18 +40,24 @@ from storage import events
 
 log = logging.getLogger("switchboard.events")
 MAX_PENDING_BYTES = 256 * 1024 * 1024  # about 50,000 large session rows: minutes of a full disk at full load
+Row: TypeAlias = "tuple[bytes, tuple[str | None, ...]]"  # the row's JSON, less its text columns; their values
 
 
 class EventBuffer:
     def __init__(self, events_dir: events.EventsDir, table: str, schema: pa.Schema, flush_seconds: float = 1.0,
-                 max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
+                 max_pending_bytes: int = MAX_PENDING_BYTES, text_columns: tuple[str, ...] = ()) -> None:
+        not_text = [name for name in text_columns if name not in schema.names or schema.field(name).type != pa.string()]
+        if not_text:
+            raise ValueError(f"{table}: text columns must be string columns of the schema, not {not_text}")
         self.events_dir, self.table, self.schema = events_dir, table, schema
         self.flush_seconds, self.max_pending_bytes = flush_seconds, max_pending_bytes
         self._pending_bytes = 0
         self.dropped = 0  # rows given up after a long write outage (logged as errors)
         self._columns = frozenset(schema.names)
         self._encode = msgspec.json.Encoder().encode
-        self._lines: list[bytes] = []
+        self.text_columns = tuple(text_columns)
+        self._json_schema = pa.schema([field for field in schema if field.name not in self.text_columns])
+        self._rows: list[Row] = []
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()  # one writer at a time, so files appear in order
         self._stop = threading.Event()
@@ -59,60 +70,81 @@ class EventBuffer:
         return self
 
     def add(self, row: dict[str, Any]) -> None:
-        unknown = row.keys() - self._columns
-        if unknown:  # the JSON reader would refuse the whole flush; refuse this row instead
-            raise ValueError(f"{self.table} has no column(s) {sorted(unknown)}")
+        if not self._columns.issuperset(row):  # the JSON reader would refuse the whole flush; refuse this row instead
+            raise ValueError(f"{self.table} has no column(s) {sorted(row.keys() - self._columns)}")
+        texts, size = (), 0
+        if self.text_columns:
+            row = dict(row)
+            texts = tuple(row.pop(name, None) for name in self.text_columns)
+            for text in texts:
+                if text is not None:
+                    if not isinstance(text, str):
+                        raise TypeError(f"{self.table}: a text column holds a str or None, not {type(text).__name__}")
+                    size += len(text.encode("utf-8"))  # a string UTF-8 cannot hold fails here, not at flush
         line = self._encode(row)  # encoded now: a value that cannot be encoded fails this call, not a later flush
         with self._lock:
-            self._lines.append(line)
-            self._pending_bytes += len(line)
+            self._rows.append((line, texts))
+            self._pending_bytes += len(line) + size
 
     def pending(self) -> int:
         with self._lock:
-            return len(self._lines)
+            return len(self._rows)
 
     def flush(self) -> int:
         """Write the buffered rows as one part file; returns how many were written (rows that do not fit the
         schema go to the dead-letter file instead). Raises when nothing could be written; the rows stay."""
         with self._flush_lock:
             with self._lock:
-                lines, self._lines = self._lines, []
+                rows, self._rows = self._rows, []
                 self._pending_bytes = 0
-            if not lines:
+            if not rows:
                 return 0
             try:
-                table, rejected = self._convert(lines)
-                events.append(self.events_dir, self.table, table)
+                table, rejected = self._convert(rows)
+                events.append(self.events_dir, self.table, table, plain_columns=self.text_columns)
             except Exception:
-                self._keep(lines)
+                self._keep(rows)
                 raise
             if rejected:
                 self._dead_letter(rejected)
             return table.num_rows
 
-    def _convert(self, lines: list[bytes]) -> tuple[pa.Table, list[tuple[bytes, str]]]:
+    def _convert(self, rows: list[Row]) -> tuple[pa.Table, list[tuple[bytes, str]]]:
         """The rows as a table; when the batch does not convert, row by row, setting aside those that fail."""
         try:
-            return self.to_table(lines), []
+            return self.to_table(rows), []
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             pass
         good, rejected = [], []
-        for line in lines:
+        for row in rows:
             try:
-                self.to_table([line])
-                good.append(line)
+                self.to_table([row])
+                good.append(row)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-                rejected.append((line, str(exc)))
+                rejected.append((self._whole_line(row), str(exc)))
         return (self.to_table(good) if good else self.schema.empty_table()), rejected
 
-    def _keep(self, lines: list[bytes]) -> None:
+    def _whole_line(self, row: Row) -> bytes:
+        """The row as one JSON object, its text columns included (what a dead letter keeps)."""
+        line, texts = row
+        if not texts:
+            return line
+        whole = msgspec.json.decode(line)
+        whole.update(zip(self.text_columns, texts))
+        return self._encode(whole)
+
+    @staticmethod
+    def _size(row: Row) -> int:
+        return len(row[0]) + sum(len(text.encode("utf-8")) for text in row[1] if text is not None)
+
+    def _keep(self, rows: list[Row]) -> None:
         """Put unwritten rows back in front of newer ones, dropping the oldest beyond the byte bound."""
         with self._lock:
-            self._lines[:0] = lines
-            self._pending_bytes += sum(map(len, lines))
+            self._rows[:0] = rows
+            self._pending_bytes += sum(map(self._size, rows))
             dropped = 0
-            while self._pending_bytes > self.max_pending_bytes and self._lines:
-                self._pending_bytes -= len(self._lines.pop(0))
+            while self._pending_bytes > self.max_pending_bytes and self._rows:
+                self._pending_bytes -= self._size(self._rows.pop(0))
                 dropped += 1
             self.dropped += dropped
         if dropped:
@@ -151,15 +183,18 @@ class EventBuffer:
         log.error("%s: %d row(s) did not fit the table and were set aside in %s: %s", self.table, len(rejected),
                   path, rejected[0][1])
 
-    def to_table(self, lines: list[bytes]) -> pa.Table:
-        data = b"\n".join(lines)
+    def to_table(self, rows: list[Row]) -> pa.Table:
+        data = b"\n".join(line for line, _ in rows)
         # One block holding every row (a row may be as large as a request body); columns absent from a row
         # are null, as with the explicit schema's nullable fields.
-        return pa_json.read_json(
+        table = pa_json.read_json(
             io.BytesIO(data),
             read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
-            parse_options=pa_json.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="error"),
-        ).select(self.schema.names).cast(self.schema)
+            parse_options=pa_json.ParseOptions(explicit_schema=self._json_schema, unexpected_field_behavior="error"),
+        )
+        for i, name in enumerate(self.text_columns):
+            table = table.append_column(name, pa.array([texts[i] for _, texts in rows], pa.string()))
+        return table.select(self.schema.names).cast(self.schema)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.flush_seconds):

@@ -70,11 +70,14 @@ def _table_root(events_dir: EventsDir, table: str) -> tuple[pafs.FileSystem, str
     return fs, f"{root}/{table}" if root else table, prefix
 
 
-def append(events_dir: EventsDir, table: str, rows: pa.Table, day: date | None = None) -> Path | str | None:
-    """Write rows as a new part file; durable (fsynced, or stored by the object store) when this returns."""
+def append(events_dir: EventsDir, table: str, rows: pa.Table, day: date | None = None,
+           plain_columns: tuple[str, ...] = ()) -> Path | str | None:
+    """Write rows as a new part file; durable (fsynced, or stored by the object store) when this returns.
+    `plain_columns` are written without a dictionary (free text, which Parquet would try to dictionary-encode
+    and then give up on: CPU for nothing)."""
     if rows.num_rows == 0:
         return None
-    return _write_part(events_dir, table, rows, day or datetime.now(timezone.utc).date(), PART)
+    return _write_part(events_dir, table, rows, day or datetime.now(timezone.utc).date(), PART, plain_columns)
 
 
 PART, MERGED = "part-", "part-merged-"  # "m" sorts after every digit: merged files list after the parts they hold
@@ -85,11 +88,14 @@ def unique_name(prefix: str, suffix: str) -> str:
     return f"{prefix}{time.time_ns()}-{os.getpid()}-{secrets.token_hex(3)}{suffix}"
 
 
-def _write_part(events_dir: EventsDir, table: str, rows: pa.Table, day: date, prefix: str) -> Path | str:
+def _write_part(events_dir: EventsDir, table: str, rows: pa.Table, day: date, prefix: str,
+                plain_columns: tuple[str, ...] = ()) -> Path | str:
     fs, root, prefix_uri = _table_root(events_dir, table)
     folder = f"{root}/day={day.isoformat()}"
+    dictionary: bool | list[str] = [n for n in rows.column_names if n not in plain_columns] if plain_columns else True
     return publish(fs, folder, unique_name(prefix, ".parquet"), prefix_uri,
-                   lambda path: pq.write_table(rows, path, filesystem=fs, compression="zstd"))
+                   lambda path: pq.write_table(rows, path, filesystem=fs, compression="zstd",
+                                               use_dictionary=dictionary))
 
 
 def publish(fs: pafs.FileSystem, folder: str, name: str, prefix: str, write: Callable[[str], None]) -> Path | str:

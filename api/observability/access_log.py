@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -44,7 +45,10 @@ def write(exchange: Exchange, route: str) -> None:
         return
     fields = fields_of(exchange, route, time.perf_counter())
     text = " ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
-    log.log(level, text, extra={"fields": fields})
+    # The record log.log() would make, without its walk up the stack to find this line (findCaller)
+    record = log.makeRecord(log.name, level, __file__, sys._getframe().f_lineno, text, None, None, "write",
+                            {"fields": fields})
+    log.handle(record)
 
 
 class JsonFormatter(logging.Formatter):
@@ -59,6 +63,6 @@ class JsonFormatter(logging.Formatter):
             out.update(fields)
         else:
             out["message"] = record.getMessage()
-        if record.exc_info:
-            out["exception"] = self.formatException(record.exc_info)
+        if record.exc_info or record.exc_text:  # exc_text: rendered already (api/observability/log_queue.py)
+            out["exception"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(out, default=str)

@@ -10,7 +10,6 @@ from the log as it appears (`new_feedback`), so every worker's personalisation l
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -22,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from api.random_ids import POOL
 from storage import events
 from storage.event_buffer import EventBuffer
 from storage.event_schemas import FEEDBACK_SCHEMA, SESSION_SCHEMA
@@ -33,16 +33,17 @@ FLUSH_GRACE_S = 0.5  # a flush also writes and fsyncs a file; allow for it befor
 
 
 def new_session_id() -> str:
-    """UUIDv7 layout: 48-bit milliseconds, then a per-process counter and randomness; sorts by time."""
+    """UUIDv7 layout: 48-bit milliseconds, then a per-process counter and 62 random bits; sorts by time. The random
+    bits come from the kernel's CSPRNG through api/random_ids.py's pool (no system call per id)."""
     global _last_ms, _seq
     with _lock:
         ms = time.time_ns() // 1_000_000
         _seq = _seq + 1 if ms == _last_ms else 0
         _last_ms = ms
         seq = _seq & 0xFFF
-    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (ms << 80) | (0x7 << 76) | (seq << 64) | (0b10 << 62) | rand
-    return str(uuid.UUID(int=value))
+    rand = int.from_bytes(POOL.take(8), "big") & ((1 << 62) - 1)
+    h = "%032x" % ((ms << 80) | (0x7 << 76) | (seq << 64) | (0b10 << 62) | rand)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"  # str(uuid.UUID(int=...)) without building one
 
 
 def session_created_s(session_id: str) -> float | None:
@@ -64,7 +65,7 @@ class SessionLog:
     def __init__(self, events_dir: events.EventsDir, flush_seconds: float, recent: int = 20_000) -> None:
         self.events_dir, self.flush_seconds = events_dir, flush_seconds
         self._feedback_seen: set[Path | str] = set()
-        self.sessions = EventBuffer(events_dir, "sessions", SESSION_SCHEMA, flush_seconds)
+        self.sessions = EventBuffer(events_dir, "sessions", SESSION_SCHEMA, flush_seconds, text_columns=("content",))
         self.feedback = EventBuffer(events_dir, "feedback", FEEDBACK_SCHEMA, flush_seconds)
         self._recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._recent_max = recent

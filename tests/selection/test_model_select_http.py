@@ -216,3 +216,22 @@ def test_acknowledged_sessions_survive_a_clean_restart(data_dir, auth, client):
         r = second.post(FEEDBACK, headers=h, json={"session_id": session_id, "provider": pick,
                                                    "feedback": {"accuracy": 1}})
         assert r.status_code == 200, r.text
+
+
+def test_a_prompt_at_a_context_limit_is_counted_exactly(client, auth):
+    """Eligibility reads the exact token count (api/routing/token_count.py on ASCII, tiktoken otherwise): a window
+    of exactly the prompt's tokens fits, one token fewer does not, whatever a characters-per-token guess says."""
+    from api.routing.text import get_encoding
+
+    h = auth()
+    prompts = ["x=1;y=2;" * 30 + " def f(a,b): return a**b  # 2,048 tokens? no", "naïve café, 日本語のテキスト " * 12]
+    for prompt in prompts:
+        exact = len(get_encoding().encode_ordinary(prompt))
+        assert exact not in (len(prompt) // 4, len(prompt.encode()) // 4)  # a guess would be off here
+        for window, fits in ((exact, True), (exact - 1, False)):
+            free = {"provider": "acme", "model": f"edge-{window}", "is_custom": True, "context_length": window,
+                    "input_price": 0.0, "output_price": 0.0, "latency": 0.1}
+            pick = chosen(select(client, h, messages=prompt, llm_providers=[free, STRONG], cost_quality_tradeoff=10))
+            assert (pick["model"] == free["model"]) is fits, (prompt[:20], window)
+    assert [row["prompt_tokens"] for row in sessions(client)[-4:]] == [
+        len(get_encoding().encode_ordinary(p)) for p in prompts for _ in range(2)]

@@ -118,3 +118,44 @@ def test_close_does_not_raise_when_the_last_write_fails(tmp_path, monkeypatch):
     monkeypatch.setattr(events, "append", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left")))
     buf.close()  # logged, not raised: whoever closes several buffers closes them all
     assert buf.pending() == 1
+
+
+def test_text_columns_kept_aside_round_trip_and_reach_dead_letters(tmp_path):
+    at = datetime(2026, 11, 27, 12, 0, tzinfo=timezone.utc)
+    tricky = 'quotes " and \\ backslashes,\nnewlines, émoji 🚀 and {"json": "inside"}'
+    buf = EventBuffer(tmp_path, "t", SCHEMA, text_columns=("text",))
+    buf.add({"id": "a", "at": at, "scores": [0.5], "text": tricky})
+    buf.add({"id": "b", "text": None})
+    buf.add({"id": "c"})  # absent: null
+    buf.add({"id": "poison", "count": 2**31, "text": "kept with its row"})
+    with pytest.raises(TypeError, match="str or None"):
+        buf.add({"id": "x", "text": 5})
+    with pytest.raises(UnicodeEncodeError):
+        buf.add({"id": "x", "text": "lone \ud800 surrogate"})
+    assert buf.flush() == 3
+    rows = read_all(tmp_path)
+    assert [(r["id"], r["text"]) for r in rows] == [("a", tricky), ("b", None), ("c", None)]
+    assert rows[0]["at"] == at and rows[0]["scores"] == [0.5]
+    assert [(d["row"]["id"], d["row"]["text"]) for d in buf.dead_letters()] == [("poison", "kept with its row")]
+    file = events.parts(tmp_path, "t")[0]
+    encodings = pq.ParquetFile(file).metadata.row_group(0).column(SCHEMA.names.index("text")).encodings
+    assert not any("DICTIONARY" in e for e in encodings)  # free text is written plain
+
+
+def test_text_columns_survive_a_write_outage(tmp_path, monkeypatch):
+    buf = EventBuffer(tmp_path, "t", SCHEMA, text_columns=("text",))
+    monkeypatch.setattr(events, "append", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left")))
+    buf.add({"id": "1", "text": "first"})
+    with pytest.raises(OSError):
+        buf.flush()
+    monkeypatch.undo()
+    buf.add({"id": "2", "text": "second"})
+    assert buf.flush() == 2
+    assert [(r["id"], r["text"]) for r in read_all(tmp_path)] == [("1", "first"), ("2", "second")]
+
+
+def test_only_string_columns_can_be_text_columns(tmp_path):
+    with pytest.raises(ValueError, match="string columns"):
+        EventBuffer(tmp_path, "t", SCHEMA, text_columns=("count",))
+    with pytest.raises(ValueError, match="string columns"):
+        EventBuffer(tmp_path, "t", SCHEMA, text_columns=("missing",))
