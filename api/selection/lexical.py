@@ -108,6 +108,8 @@ class LexicalParameters(msgspec.Struct, frozen=True):
     embedding: list[list[float]]   # per model: weights on the router's unit embedding
     centroids: list[list[float]]   # unit centroids of the training prompts' embeddings
     familiar: float                # a prompt whose cosine to every centroid is below this keeps the router's q
+    familiar_full: float | None = None  # from this cosine on it takes the whole adjustment, a linear share between
+                                        # (None, as fitted before the ramp: the whole adjustment from `familiar`)
 
 
 def encode_array(values: np.ndarray, dtype: str) -> str:
@@ -119,10 +121,11 @@ def decode_array(text: str, dtype: str) -> np.ndarray:
 
 
 class LexicalModel:
-    """Serving form: quality_m = clip(q_m + b_m + lexical(x) . w_m + unit embedding . e_m, 0, 1) for the models
-    it was fitted on, on a prompt like those it was fitted on (its unit embedding within `familiar` cosine of a
-    training centroid); other models and unfamiliar prompts keep the router's q. One hashing of the prompt and a
-    sparse dot product per known candidate."""
+    """Serving form: quality_m = clip(q_m + s(x) * (b_m + lexical(x) . w_m + unit embedding . e_m), 0, 1) for the
+    models it was fitted on; s(x), how familiar the prompt is, is 0 when its unit embedding's cosine to the nearest
+    training centroid is below `familiar`, 1 from `familiar_full` on, linear between (flows/learning/lexical_fit.py
+    says why). Other models and unfamiliar prompts keep the router's q. One hashing of the prompt and a sparse dot
+    product per known candidate."""
 
     def __init__(self, p: LexicalParameters) -> None:
         if p.feature_version != FEATURE_VERSION:  # docs/architecture.md, rule 4
@@ -136,6 +139,18 @@ class LexicalModel:
         self.embedding = [np.asarray(e, dtype=np.float64) for e in p.embedding]
         self.centroids = np.asarray(p.centroids, dtype=np.float64).reshape(len(p.centroids), -1)
         self.familiar = float(p.familiar)
+        self.familiar_full = self.familiar if p.familiar_full is None else max(float(p.familiar_full), self.familiar)
+
+    def familiarity(self, unit_embedding: np.ndarray) -> float:
+        """s(x) of the class docstring: 0 (the router alone) to 1 (the whole adjustment)."""
+        if not len(self.centroids):
+            return 0.0
+        cosine = float((self.centroids @ unit_embedding).max())
+        if cosine < self.familiar:
+            return 0.0
+        if cosine >= self.familiar_full:
+            return 1.0
+        return (cosine - self.familiar) / (self.familiar_full - self.familiar)
 
     def apply(self, text: str, embedding: np.ndarray, keys: list[str], quality: np.ndarray) -> np.ndarray:
         out = np.asarray(quality, dtype=np.float64).copy()
@@ -145,9 +160,10 @@ class LexicalModel:
         e = np.asarray(embedding, dtype=np.float64)[: self.centroids.shape[1]]
         norm = float(np.linalg.norm(e))
         e = e / norm if norm > 0 else e
-        if not len(self.centroids) or float((self.centroids @ e).max()) < self.familiar:
+        share = self.familiarity(e)
+        if share <= 0.0:
             return out
         index, values = featurize(text)
         for i, m in known:
-            out[i] += self.intercept[m] + self.weights[m].dot(index, values) + float(e @ self.embedding[m])
+            out[i] += share * (self.intercept[m] + self.weights[m].dot(index, values) + float(e @ self.embedding[m]))
         return np.clip(out, 0.0, 1.0)

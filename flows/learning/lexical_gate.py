@@ -45,7 +45,8 @@ def parameters(fit: LexicalFit) -> LexicalParameters:
         index=[encode_array(i, "<i4") for i in fit.lexical_index],
         values=[encode_array(v, "<f4") for v in fit.lexical_values],
         embedding=[[float(x) for x in e] for e in fit.embedding],
-        centroids=[[float(x) for x in c] for c in fit.centroids], familiar=fit.familiar)
+        centroids=[[float(x) for x in c] for c in fit.centroids], familiar=fit.familiar,
+        familiar_full=fit.familiar_full)
 
 
 def recalibration(train: Evidence, quality: np.ndarray) -> dict[int, float]:

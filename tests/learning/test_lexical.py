@@ -7,7 +7,9 @@ import msgspec
 import numpy as np
 
 from api.selection.learned import Correction, parse
-from api.selection.lexical import DIM, SparseWeights, featurize
+from api.selection.lexical import (DIM, FEATURE_VERSION, LexicalModel, LexicalParameters, SparseWeights, encode_array,
+                                   featurize)
+from flows.learning.fit import unit_rows
 from flows.learning.lexical_fit import fit_lexical
 from flows.learning.learn import learn, lexical_challenger
 from flows.learning.off_policy import corrected_quality
@@ -113,3 +115,38 @@ def test_the_scored_text_is_read_back_from_stored_messages():
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "zebra question"}]
     assert scored_text(msgspec.json.encode(messages).decode()) == "zebra question"
     assert scored_text(None) == "" and scored_text("not json") == "" and scored_text('{"role": 3}') == ""
+
+
+def ramp_model(familiar_full: float | None) -> LexicalModel:
+    """One known model whose whole adjustment is its intercept (+0.2), one centroid along the first axis."""
+    return LexicalModel(LexicalParameters(
+        feature_version=FEATURE_VERSION, models=[KEYS[1]], intercept=[0.2], index=[encode_array(np.zeros(0), "<i4")],
+        values=[encode_array(np.zeros(0), "<f4")], embedding=[[0.0] * EMB], centroids=[[1.0] + [0.0] * (EMB - 1)],
+        familiar=0.5, familiar_full=familiar_full))
+
+
+def at_cosine(c: float) -> np.ndarray:
+    return np.r_[c, np.sqrt(1.0 - c * c), np.zeros(EMB - 2)]
+
+
+def test_the_adjustment_fades_in_with_familiarity_and_vanishes_for_unlike_prompts():
+    model = ramp_model(0.9)
+    base = np.array([0.5, 0.5])
+    moved = {c: model.apply("any words", at_cosine(c), KEYS, base)[1] - 0.5 for c in (0.3, 0.5, 0.7, 0.9, 0.99)}
+    assert moved[0.3] == 0.0                      # unlike every training prompt: the router alone
+    assert abs(moved[0.7] - 0.1) < 1e-9           # half way up the ramp: half the adjustment
+    assert abs(moved[0.9] - 0.2) < 1e-9 and abs(moved[0.99] - 0.2) < 1e-9
+    assert moved[0.5] < moved[0.7] < moved[0.9]
+    assert model.apply("any words", at_cosine(0.7), KEYS, base)[0] == 0.5  # a model it was not fitted on: untouched
+    hard = ramp_model(None)                       # a version stored before the ramp: all or nothing at `familiar`
+    assert abs(hard.apply("any words", at_cosine(0.6), KEYS, base)[1] - 0.7) < 1e-9
+    assert hard.apply("any words", at_cosine(0.4), KEYS, base)[1] == 0.5
+
+
+def test_the_fit_records_a_ramp_its_own_prompts_mostly_clear():
+    ev, _ = logged(600, seed=8)
+    fit = fit_lexical(ev.texts, ev.features, ev.chosen_models(), ev.chosen_quality(), ev.label, ev.propensity)
+    assert fit is not None and fit.familiar <= fit.familiar_full
+    cosine = (unit_rows(ev.features) @ fit.centroids.T).max(axis=1)
+    assert 0.7 <= float(np.mean(cosine >= fit.familiar_full)) <= 0.8  # the ramp's top is the 25 % quantile
+    assert float(np.mean(cosine >= fit.familiar)) >= 0.94
