@@ -110,6 +110,7 @@ class LexicalParameters(msgspec.Struct, frozen=True):
     familiar: float                # a prompt whose cosine to every centroid is below this keeps the router's q
     familiar_full: float | None = None  # from this cosine on it takes the whole adjustment, a linear share between
                                         # (None, as fitted before the ramp: the whole adjustment from `familiar`)
+    serve_intercept: bool = True   # add b_m when serving (versions fitted before the ramp); see LexicalModel
 
 
 def encode_array(values: np.ndarray, dtype: str) -> str:
@@ -121,11 +122,18 @@ def decode_array(text: str, dtype: str) -> np.ndarray:
 
 
 class LexicalModel:
-    """Serving form: quality_m = clip(q_m + s(x) * (b_m + lexical(x) . w_m + unit embedding . e_m), 0, 1) for the
-    models it was fitted on; s(x), how familiar the prompt is, is 0 when its unit embedding's cosine to the nearest
-    training centroid is below `familiar`, 1 from `familiar_full` on, linear between (flows/learning/lexical_fit.py
-    says why). Other models and unfamiliar prompts keep the router's q. One hashing of the prompt and a sparse dot
-    product per known candidate."""
+    """Serving form: quality_m = clip(q_m + s(x) * (lexical(x) . w_m + unit embedding . e_m), 0, 1) for the models
+    it was fitted on; s(x), how familiar the prompt is, is 0 when its unit embedding's cosine to the nearest training
+    centroid is below `familiar`, 1 from `familiar_full` on, linear between (flows/learning/lexical_fit.py says why).
+    Other models and unfamiliar prompts keep the router's q. One hashing of the prompt and a sparse dot product per
+    known candidate.
+
+    The model's mean residual b_m is fitted (the prompt-level part is learned around it, and the gate judges both
+    calibrated) but not served: the dial calibrates lambda on the caller's own decisions, so a per-model level moves
+    nothing a caller of one kind can see, while on prompts partly familiar it moves one kind's gaps against another's.
+    Served, it cost a kind without feedback up to 0.019 APGR and, on random labels, the kind they came from up to
+    0.041 as fitted (seeds 0-1 of GSM8K and MMLU); the prompt-level part alone kept the judged gain (+0.051 mean).
+    Versions fitted before that (`serve_intercept`) still add it, all or nothing at `familiar`."""
 
     def __init__(self, p: LexicalParameters) -> None:
         if p.feature_version != FEATURE_VERSION:  # docs/architecture.md, rule 4
@@ -133,7 +141,7 @@ class LexicalModel:
         if not (len(p.models) == len(p.intercept) == len(p.index) == len(p.values) == len(p.embedding)):
             raise ValueError("lexical parameters are not aligned")
         self.rows = {m: i for i, m in enumerate(p.models)}
-        self.intercept = np.asarray(p.intercept, dtype=np.float64)
+        self.intercept = np.asarray(p.intercept, dtype=np.float64) if p.serve_intercept else np.zeros(len(p.models))
         self.weights = [SparseWeights(decode_array(i, "<i4"), decode_array(v, "<f4"))
                         for i, v in zip(p.index, p.values)]
         self.embedding = [np.asarray(e, dtype=np.float64) for e in p.embedding]

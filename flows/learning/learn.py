@@ -92,7 +92,10 @@ def lexical_challenger(evidence: Evidence, champion: Correction | None, feature_
         return None, None
     params = CorrectionParameters(format=FORMAT, feature_version=feature_version, centroids=[], models=[],
                                   weights=[], bias=[], lexical=parameters(fitted))
-    challenger = corrected_quality(recent, Correction.of("challenger", params))
+    # judged as calibrated (b_m added, as the recalibrated champion has it): the gate weighs the prompt-level part,
+    # which is all that serving adds (api/selection/lexical.py, LexicalModel)
+    calibrated = msgspec.structs.replace(params, lexical=msgspec.structs.replace(params.lexical, serve_intercept=True))
+    challenger = corrected_quality(recent, Correction.of("challenger", calibrated))
     base = recent.router_quality.copy() if champion is None or champion.nearest_neighbour_residual \
         else corrected_quality(recent, champion)
     compared = compare_quality(recent, challenger, base)

@@ -3,7 +3,7 @@ or worse than the router predicts it answers this prompt, from the words and wor
 (api/selection/lexical.py) beside the router's embedding.
 
 The model (a direct-method reward model: it needs labels, not exploration):
-    E[label | x, m] = q_m(x) + b_m + x . (u + v_m), clipped to 0..1 when served
+    E[label | x, m] = q_m(x) + b_m + x . (u + v_m), clipped to 0..1 (served without b_m: api/selection/lexical.py)
 q_m the router's own prediction (with no evidence the learner says what the router says), b_m the model's mean
 residual on this traffic (how the router is calibrated here; the gate's recalibrated champion has the same b_m, so
 the gate judges only what comes after it), u a shared part (what makes a prompt hard for every model: learned from

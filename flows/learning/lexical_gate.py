@@ -46,7 +46,7 @@ def parameters(fit: LexicalFit) -> LexicalParameters:
         values=[encode_array(v, "<f4") for v in fit.lexical_values],
         embedding=[[float(x) for x in e] for e in fit.embedding],
         centroids=[[float(x) for x in c] for c in fit.centroids], familiar=fit.familiar,
-        familiar_full=fit.familiar_full)
+        familiar_full=fit.familiar_full, serve_intercept=False)
 
 
 def recalibration(train: Evidence, quality: np.ndarray) -> dict[int, float]:

@@ -117,12 +117,18 @@ def test_the_scored_text_is_read_back_from_stored_messages():
     assert scored_text(None) == "" and scored_text("not json") == "" and scored_text('{"role": 3}') == ""
 
 
-def ramp_model(familiar_full: float | None) -> LexicalModel:
-    """One known model whose whole adjustment is its intercept (+0.2), one centroid along the first axis."""
+def ramp_model(familiar_full: float | None, serve_intercept: bool = False) -> LexicalModel:
+    """One known model whose prompt-level adjustment is +0.2 on the text TEXT (its lexical weights) and whose mean
+    residual b_m is +0.3; one centroid along the first axis."""
+    index, values = featurize(TEXT)
     return LexicalModel(LexicalParameters(
-        feature_version=FEATURE_VERSION, models=[KEYS[1]], intercept=[0.2], index=[encode_array(np.zeros(0), "<i4")],
-        values=[encode_array(np.zeros(0), "<f4")], embedding=[[0.0] * EMB], centroids=[[1.0] + [0.0] * (EMB - 1)],
-        familiar=0.5, familiar_full=familiar_full))
+        feature_version=FEATURE_VERSION, models=[KEYS[1]], intercept=[0.3], index=[encode_array(index, "<i4")],
+        values=[encode_array(0.2 * values / float(values @ values), "<f4")], embedding=[[0.0] * EMB],
+        centroids=[[1.0] + [0.0] * (EMB - 1)], familiar=0.5, familiar_full=familiar_full,
+        serve_intercept=serve_intercept))
+
+
+TEXT = "how many apples are left"
 
 
 def at_cosine(c: float) -> np.ndarray:
@@ -132,15 +138,15 @@ def at_cosine(c: float) -> np.ndarray:
 def test_the_adjustment_fades_in_with_familiarity_and_vanishes_for_unlike_prompts():
     model = ramp_model(0.9)
     base = np.array([0.5, 0.5])
-    moved = {c: model.apply("any words", at_cosine(c), KEYS, base)[1] - 0.5 for c in (0.3, 0.5, 0.7, 0.9, 0.99)}
+    moved = {c: model.apply(TEXT, at_cosine(c), KEYS, base)[1] - 0.5 for c in (0.3, 0.5, 0.7, 0.9, 0.99)}
     assert moved[0.3] == 0.0                      # unlike every training prompt: the router alone
-    assert abs(moved[0.7] - 0.1) < 1e-9           # half way up the ramp: half the adjustment
-    assert abs(moved[0.9] - 0.2) < 1e-9 and abs(moved[0.99] - 0.2) < 1e-9
+    assert abs(moved[0.7] - 0.1) < 1e-6           # half way up the ramp: half the adjustment (float32 weights)
+    assert abs(moved[0.9] - 0.2) < 1e-6 and abs(moved[0.99] - 0.2) < 1e-6  # the mean residual b_m is not served
     assert moved[0.5] < moved[0.7] < moved[0.9]
-    assert model.apply("any words", at_cosine(0.7), KEYS, base)[0] == 0.5  # a model it was not fitted on: untouched
-    hard = ramp_model(None)                       # a version stored before the ramp: all or nothing at `familiar`
-    assert abs(hard.apply("any words", at_cosine(0.6), KEYS, base)[1] - 0.7) < 1e-9
-    assert hard.apply("any words", at_cosine(0.4), KEYS, base)[1] == 0.5
+    assert model.apply(TEXT, at_cosine(0.7), KEYS, base)[0] == 0.5  # a model it was not fitted on: untouched
+    legacy = ramp_model(None, serve_intercept=True)  # stored before the ramp: b_m too, all or nothing at `familiar`
+    assert abs(legacy.apply(TEXT, at_cosine(0.6), KEYS, base)[1] - 1.0) < 1e-6
+    assert legacy.apply(TEXT, at_cosine(0.4), KEYS, base)[1] == 0.5
 
 
 def test_the_fit_records_a_ramp_its_own_prompts_mostly_clear():
