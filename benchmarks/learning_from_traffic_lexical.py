@@ -34,27 +34,29 @@ import numpy as np
 
 from benchmarks.learning_from_traffic import apgr_of, left_out_routers, pair_candidates
 
-STRONG_KEY, WEAK_KEY = "openai/gpt-4-1106-preview", "togetherai/mistralai/Mixtral-8x7B-Instruct-v0.1"
 MAX_PROMPTS, TRAFFIC = 5_000, 2_000
 
 
-def scored(router, prompts: list[str], strong: np.ndarray, weak: np.ndarray) -> dict:
-    """The router's embedding and predicted quality of (a fixed sample of at most MAX_PROMPTS of) the prompts."""
+def scored(router, prompts: list[str], strong: np.ndarray, weak: np.ndarray, candidates: list | None = None) -> dict:
+    """The router's embedding and predicted quality of (a fixed sample of at most MAX_PROMPTS of) the prompts, for
+    the pair (`candidates`, strong first; default GPT-4-1106 and Mixtral-8x7B)."""
+    candidates = candidates or pair_candidates()
     idx = np.arange(len(prompts))
     if len(idx) > MAX_PROMPTS:
         idx = np.sort(np.random.default_rng(7).permutation(len(idx))[:MAX_PROMPTS])
     feats = [router.featurizer.featurize(prompts[i]) for i in idx]
     dim = router.featurizer.embedding.dim
     return {"texts": [prompts[i] for i in idx], "strong": strong[idx], "weak": weak[idx],
+            "keys": [f"{c.provider}/{c.model}" for c in candidates],
             "embedding": np.stack([f.vector[:dim] for f in feats]).astype(np.float64),
-            "quality": np.stack([router.predict_quality(f, pair_candidates()) for f in feats]).astype(np.float64)}
+            "quality": np.stack([router.predict_quality(f, candidates) for f in feats]).astype(np.float64)}
 
 
 def evidence(d: dict, idx: np.ndarray, chosen: np.ndarray, label: np.ndarray, lam: float):
     from flows.learning.table import Evidence
 
     n = len(idx)
-    return Evidence([str(i) for i in idx], [STRONG_KEY, WEAK_KEY], np.tile([0, 1], (n, 1)), np.ones((n, 2), bool),
+    return Evidence([str(i) for i in idx], list(d["keys"]), np.tile([0, 1], (n, 1)), np.ones((n, 2), bool),
                     d["quality"][idx], np.tile([1.0, 0.0], (n, 1)), np.full(n, lam), chosen, np.ones(n), label,
                     d["embedding"][idx], None, [d["texts"][i] for i in idx])
 
@@ -80,7 +82,7 @@ def serving_cost(d: dict, idx: np.ndarray, params) -> tuple[float, float]:
 
     correction = Correction.of("served", params)
     dim = d["embedding"].shape[1]
-    keys = [STRONG_KEY, WEAK_KEY]
+    keys = list(d["keys"])
     times = []
     for i in idx:
         started = time.perf_counter_ns()
