@@ -23,7 +23,7 @@ import msgspec
 import numpy as np
 
 from api.selection.learned import FORMAT, Correction, CorrectionParameters
-from flows.learning.fit import fit_correction
+from flows.learning.fit import fit_correction, unit_rows
 from flows.learning.lexical_fit import fit_lexical
 from flows.learning.lexical_gate import judge, parameters
 from flows.learning.off_policy import compare_quality, corrected_quality
@@ -99,7 +99,9 @@ def lexical_challenger(evidence: Evidence, champion: Correction | None, feature_
     base = recent.router_quality.copy() if champion is None or champion.nearest_neighbour_residual \
         else corrected_quality(recent, champion)
     compared = compare_quality(recent, challenger, base)
-    return params, {**judge(recent, fitted, challenger, base), "rows": len(recent),
+    learner = Correction.of("challenger", calibrated).lexical
+    share = np.array([learner.familiarity(e) for e in unit_rows(recent.features[:, : learner.centroids.shape[1]])])
+    return params, {**judge(recent, fitted, challenger, base, share), "rows": len(recent),
                     "dr": compared["dr"], "ips": compared["ips"], "logged_value": compared["logged_value"]}
 
 

@@ -62,6 +62,9 @@ class LexicalFit:
     replay_gain: np.ndarray           # per labelled row: the recalibrated router's leave-one-out squared error less
                                       # the learner's (positive: the learner predicted the held-out label better)
     replay_weight: np.ndarray         # per labelled row: its weight
+    rows: np.ndarray                  # the labelled rows fitted (indices into the input: those of kept models)
+    held_out_shift: np.ndarray        # (rows, models): how each model's prediction for row i moves when row i is
+                                      # left out of the fit (held_out_shift below)
     centroids: np.ndarray             # (k, embedding dim) unit centroids of the training prompts' embeddings
     familiar: float                   # the least cosine to a centroid at which a prompt is adjusted
     familiar_full: float              # the cosine from which it takes the whole adjustment
@@ -132,6 +135,9 @@ def fit_lexical(texts: list[str], embeddings: np.ndarray, chosen_models: list[st
     router_loo = residual / np.clip(1.0 - w / total_w, 1e-6, None)
     learner_loo = learner_loo + (router_loo - residual)
     replay_gain = router_loo ** 2 - learner_loo ** 2
+    shift = held_out_shift(kernel / (1.0 + same), model_of, len(kept), root, q, s + penalty,
+                           learner_loo - router_loo + residual, w / total_w * residual / np.clip(1 - w / total_w, 1e-6,
+                                                                                                 None))
     a = root * (q @ (target / (s + penalty)))              # dual coefficients: prediction = K a
     nb = len(buckets)
     shared = x.T @ a
@@ -147,5 +153,26 @@ def fit_lexical(texts: list[str], embeddings: np.ndarray, chosen_models: list[st
     e = unit_rows(np.asarray(embeddings, dtype=np.float64)[rows])
     centroids = spherical_kmeans(e, FAMILIAR_CLUSTERS)
     familiar, familiar_full = np.quantile((e @ centroids.T).max(axis=1), FAMILIAR_QUANTILES)
-    return LexicalFit(kept, intercept, lex_index, lex_values, emb, penalty, error, replay_gain, w, centroids,
-                      float(familiar), float(familiar_full), {m: int(c) for m, c in zip(names, counts)})
+    return LexicalFit(kept, intercept, lex_index, lex_values, emb, penalty, error, replay_gain, w, rows, shift,
+                      centroids, float(familiar), float(familiar_full), {m: int(c) for m, c in zip(names, counts)})
+
+
+def held_out_shift(gram: np.ndarray, model_of: np.ndarray, models: int, root: np.ndarray, q: np.ndarray,
+                   spectrum: np.ndarray, loo_error: np.ndarray, intercept_shift: np.ndarray) -> np.ndarray:
+    """(rows, models): f_-i(x_i, m) - f(x_i, m), what each model's predicted quality for row i would lose if row i
+    had not been fitted, for every model and not only the one that was chosen (the gate's policy replay needs both
+    actions held out: in sample, the learner agrees with the logged action where it fitted a good label, and random
+    labels then looked like a gain on a 419-label pool).
+
+    Exact for the ridge: leaving row i out is fitting with its label replaced by its own leave-one-out prediction,
+    so any prediction moves by -g * e_i, e_i = `loo_error` (row i's leave-one-out residual) and g = d f / d y_i =
+    [k^T D (K_w + penalty)^-1 D]_i, k the kernel of (x_i, m) with the rows (`gram` * (1 + [same model as m])), D the
+    rows' sqrt weights, K_w + penalty = Q diag(`spectrum`) Q^T. The chosen model's mean residual b_m also loses row i
+    (`intercept_shift`)."""
+    inverse_columns = (q / spectrum) @ (q.T * root[None, :])      # (K_w + penalty)^-1 D
+    out = np.zeros((len(model_of), models))
+    for m in range(models):
+        k = gram * (1.0 + (model_of[None, :] == m)) * root[None, :]
+        out[:, m] = -np.einsum("ij,ji->i", k, inverse_columns) * loo_error
+    out[np.arange(len(model_of)), model_of] -= intercept_shift
+    return out

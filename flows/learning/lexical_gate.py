@@ -67,10 +67,26 @@ def weighted_interval(values: np.ndarray, weights: np.ndarray) -> dict[str, floa
         {"value": float("nan"), "low": float("-inf"), "high": float("inf")}
 
 
-def judge(evidence: Evidence, fit: LexicalFit, challenger: np.ndarray, champion: np.ndarray) -> dict:
+def held_out(evidence: Evidence, fit: LexicalFit, challenger: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """The learner's (n, k) predicted qualities with each row left out of its own fit (LexicalFit.held_out_shift,
+    scaled by the row's familiarity `share` as serving scales the adjustment)."""
+    out = challenger.copy()
+    column = {m: j for j, m in enumerate(fit.models)}
+    for c in range(out.shape[1]):
+        known = np.array([column.get(evidence.models[m], -1) for m in evidence.model[fit.rows, c]])
+        ok = (known >= 0) & evidence.valid[fit.rows, c]
+        r = fit.rows[ok]
+        out[r, c] += share[r] * fit.held_out_shift[np.flatnonzero(ok), known[ok]]
+    return np.clip(out, 0.0, 1.0)
+
+
+def judge(evidence: Evidence, fit: LexicalFit, challenger: np.ndarray, champion: np.ndarray,
+          share: np.ndarray) -> dict:
     """Both tests of the module's docstring on the rows the learner was fitted on: `challenger`, `champion` are their
-    (n, k) predicted qualities under the learner and under the champion."""
+    (n, k) predicted qualities under the learner (as fitted on every row) and under the champion; `share` each row's
+    familiarity. The policy replay uses the learner with each row held out of its own fit."""
     rows = np.arange(len(evidence))
+    challenger = held_out(evidence, fit, challenger, share)
     calibrated = recalibrated(evidence, champion, recalibration(evidence, champion))
     replay = weighted_interval(fit.replay_gain, fit.replay_weight)
     a_chal, a_champ = actions(evidence, challenger), actions(evidence, calibrated)

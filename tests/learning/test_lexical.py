@@ -10,7 +10,7 @@ from api.selection.learned import Correction, parse
 from api.selection.lexical import (DIM, FEATURE_VERSION, LexicalModel, LexicalParameters, SparseWeights, encode_array,
                                    featurize)
 from flows.learning.fit import unit_rows
-from flows.learning.lexical_fit import fit_lexical
+from flows.learning.lexical_fit import fit_lexical, held_out_shift
 from flows.learning.learn import learn, lexical_challenger
 from flows.learning.off_policy import corrected_quality
 from flows.learning.table import Evidence, scored_text
@@ -156,3 +156,38 @@ def test_the_fit_records_a_ramp_its_own_prompts_mostly_clear():
     cosine = (unit_rows(ev.features) @ fit.centroids.T).max(axis=1)
     assert 0.7 <= float(np.mean(cosine >= fit.familiar_full)) <= 0.8  # the ramp's top is the 25 % quantile
     assert float(np.mean(cosine >= fit.familiar)) >= 0.94
+
+
+def test_held_out_shift_is_refitting_without_the_row():
+    rng = np.random.default_rng(0)
+    n, models, penalty = 40, 2, 0.7
+    x = rng.normal(size=(n, 6))
+    model_of = rng.integers(0, models, n)
+    w = rng.uniform(0.5, 3.0, n)
+    r = rng.normal(size=n)
+    gram = x @ x.T
+
+    def kernel(rows_a, model_a, rows_b, model_b):
+        return gram[np.ix_(rows_a, rows_b)] * (1.0 + (model_a[:, None] == model_b[None, :]))
+
+    def fit(rows):
+        root = np.sqrt(w[rows])
+        k = kernel(rows, model_of[rows], rows, model_of[rows])
+        return root * np.linalg.solve(k * root[:, None] * root[None, :] + penalty * np.eye(len(rows)), root * r[rows])
+
+    everything = np.arange(n)
+    dual = fit(everything)
+    root = np.sqrt(w)
+    s, q = np.linalg.eigh(kernel(everything, model_of, everything, model_of) * root[:, None] * root[None, :])
+    predicted = {m: kernel(everything, np.full(n, m), everything, model_of) @ dual for m in range(models)}
+    loo = np.empty(n)
+    brute = np.empty((n, models))
+    for i in range(n):
+        rest = np.delete(everything, i)
+        d = fit(rest)
+        for m in range(models):
+            brute[i, m] = kernel(np.array([i]), np.array([m]), rest, model_of[rest])[0] @ d
+        loo[i] = r[i] - brute[i, model_of[i]]
+    shift = held_out_shift(gram, model_of, models, root, q, np.clip(s, 0.0, None) + penalty, loo, np.zeros(n))
+    for m in range(models):
+        assert np.allclose(predicted[m] + shift[:, m], brute[:, m], atol=1e-8)
