@@ -305,7 +305,8 @@ def main() -> int:
                         help="--through-api: which callers, of real, random (a fair coin) and none (traffic without "
                              "feedback: the service's own drift)")
     parser.add_argument("--unseen", action="store_true",
-                        help="--through-api: also route kinds without feedback (benchmarks/learning_from_traffic_api.py)")
+                        help="--through-api: also route kinds without feedback "
+                             "(benchmarks/learning_from_traffic_api.py)")
     args = parser.parse_args()
     only = args.only or ("gsm8k" if args.through_api else "mmlu,gsm8k")
     judged = args.judged or (300 if args.through_api else 3000)

@@ -142,7 +142,8 @@ def main() -> int:
         print(f"\n{benchmark} left out of the router: {min(TRAFFIC, len(d['texts']) - judged_n)} feedbacks, "
               f"{judged_n} judged; kinds without feedback: {', '.join(others)}", flush=True)
         print(f"  {'labels':<7} {'seed':>4} {'labels':>6}  {'fitted':>7}  {'served':>7}  "
-              f"{other_name + ' (unseen)':>16}  {'mt_bench (unseen)':>17}  {'decision':<16} {'replay':>8}  {'DM [low]':>18}  {'s':>5}", flush=True)
+              f"{other_name + ' (unseen)':>16}  {'mt_bench (unseen)':>17}  {'decision':<16} {'replay':>8}  "
+              f"{'DM [low]':>18}  {'s':>5}", flush=True)
         for noise in (False, True):
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 r = one(d, others, seed, judged_n, noise, router.featurizer.version)
