@@ -29,7 +29,10 @@ def prompt(i: int, trap: bool) -> str:
 def logged(n: int, seed: int, random_labels: bool = False):
     """One kind of prompt (embeddings near one direction). The router's gap varies at random, lambda is its median:
     half the decisions go to each model, deterministically. The truth: the strong model answers 0.85 everywhere;
-    the cheap one 0.75, but 0.1 on prompts with the word "zebra" (a quarter), which the router cannot see."""
+    the cheap one 0.9, but 0.1 on prompts with the word "zebra" (a quarter), which the router cannot see. (Cheap
+    better than strong elsewhere, so no per-model level alone routes well: with the cheap one at 0.75, the router
+    recalibrated by the cheap model's mean sent every prompt to the strong one and left the learner +0.004 to gain
+    at the logged trade-off, which only an in-sample replay saw as a gain.)"""
     rng = np.random.default_rng(seed)
     trap = rng.random(n) < 0.25
     texts = [prompt(i, bool(t)) for i, t in enumerate(trap)]
@@ -37,7 +40,7 @@ def logged(n: int, seed: int, random_labels: bool = False):
     quality = np.stack([np.full(n, 0.8), 0.8 - rng.uniform(0.0, 0.3, n)], axis=1)
     lam = float(np.median(quality[:, 0] - quality[:, 1]))
     chosen = np.where(quality[:, 0] - lam > quality[:, 1], 0, 1)
-    truth = np.stack([np.full(n, 0.85), np.where(trap, 0.1, 0.75)], axis=1)
+    truth = np.stack([np.full(n, 0.85), np.where(trap, 0.1, 0.9)], axis=1)
     label = (rng.random(n) < truth[np.arange(n), chosen]).astype(float)
     if random_labels:
         label = (rng.random(n) < 0.5).astype(float)
