@@ -95,12 +95,13 @@ def lexical_challenger(evidence: Evidence, champion: Correction | None, feature_
     # judged as calibrated (b_m added, as the recalibrated champion has it): the gate weighs the prompt-level part,
     # which is all that serving adds (api/selection/lexical.py, LexicalModel)
     calibrated = msgspec.structs.replace(params, lexical=msgspec.structs.replace(params.lexical, serve_intercept=True))
-    challenger = corrected_quality(recent, Correction.of("challenger", calibrated))
+    learner = Correction.of("challenger", calibrated)
+    challenger = corrected_quality(recent, learner)
     base = recent.router_quality.copy() if champion is None or champion.nearest_neighbour_residual \
         else corrected_quality(recent, champion)
     compared = compare_quality(recent, challenger, base)
-    learner = Correction.of("challenger", calibrated).lexical
-    share = np.array([learner.familiarity(e) for e in unit_rows(recent.features[:, : learner.centroids.shape[1]])])
+    lexical = learner.lexical
+    share = np.array([lexical.familiarity(e) for e in unit_rows(recent.features[:, : lexical.centroids.shape[1]])])
     return params, {**judge(recent, fitted, challenger, base, share), "rows": len(recent),
                     "dr": compared["dr"], "ips": compared["ips"], "logged_value": compared["logged_value"]}
 

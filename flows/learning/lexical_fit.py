@@ -135,9 +135,10 @@ def fit_lexical(texts: list[str], embeddings: np.ndarray, chosen_models: list[st
     router_loo = residual / np.clip(1.0 - w / total_w, 1e-6, None)
     learner_loo = learner_loo + (router_loo - residual)
     replay_gain = router_loo ** 2 - learner_loo ** 2
-    shift = held_out_shift(kernel / (1.0 + same), model_of, len(kept), root, q, s + penalty,
-                           learner_loo - router_loo + residual, w / total_w * residual / np.clip(1 - w / total_w, 1e-6,
-                                                                                                 None))
+    kernel_loo = learner_loo - (router_loo - residual)      # the kernel part's own leave-one-out residual
+    intercept_loo = router_loo - residual                    # how much b_m drops without row i (its model's)
+    shift = held_out_shift(kernel / (1.0 + same), model_of, len(kept), root, q, s + penalty, kernel_loo,
+                           intercept_loo)
     a = root * (q @ (target / (s + penalty)))              # dual coefficients: prediction = K a
     nb = len(buckets)
     shared = x.T @ a
