@@ -269,6 +269,21 @@ def left_out_routers(benchmarks: list[str], router_cache: str | None):
             shutil.rmtree(work, ignore_errors=True)
 
 
+def unseen_kinds(benchmark: str, other_n: int = 300) -> dict:
+    """name -> (prompts, strong, weak) of the kinds a preference fed `benchmark`'s feedback never saw: a fixed sample
+    of `other_n` prompts of the other of GSM8K and MMLU, and MT-Bench's first turns."""
+    from benchmarks.default_router_unseen import SHARED
+    from flows.default_router.data import load_all
+
+    pairs = load_all(SHARED / "routellm")
+    out = {}
+    for name in ("mmlu" if benchmark == "gsm8k" else "gsm8k", "mt_bench"):
+        items = pairs[name]
+        idx = np.sort(np.random.default_rng(11).permutation(len(items.prompts))[:other_n])
+        out[name] = ([items.prompts[i] for i in idx], items.strong[idx], items.weak[idx])
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="benchmarks to leave out, comma-separated (default: mmlu,gsm8k in process, "
@@ -289,6 +304,9 @@ def main() -> int:
     parser.add_argument("--labels", default="real,random",
                         help="--through-api: which callers, of real, random (a fair coin) and none (traffic without "
                              "feedback: the service's own drift)")
+    parser.add_argument("--unseen", action="store_true",
+                        help="--through-api: also route kinds without feedback "
+                             "(benchmarks/learning_from_traffic_api.py)")
     args = parser.parse_args()
     only = args.only or ("gsm8k" if args.through_api else "mmlu,gsm8k")
     judged = args.judged or (300 if args.through_api else 3000)
@@ -307,7 +325,8 @@ def main() -> int:
 
             checkpoints = tuple(int(n) for n in args.checkpoints.split(",")) if args.checkpoints else N_FEEDBACK
             curve_through_api(benchmark, items, folder, folder / "model_benchmarks.csv", judged_n, checkpoints,
-                              seeds, tuple(args.labels.split(",")), args.first_seed, args.exploration_rate)
+                              seeds, tuple(args.labels.split(",")), args.first_seed, args.exploration_rate,
+                              unseen_kinds(benchmark) if args.unseen else None)
             continue
         router = load_default_router(folder, folder / "model_benchmarks.csv")
         curve(benchmark, items, router, seeds, judged_n)

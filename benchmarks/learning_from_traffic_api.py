@@ -20,6 +20,10 @@ For the left-out benchmark (GPT-4-1106 vs Mixtral-8x7B, real per-prompt 0/1 outc
    cost_quality_tradeoff 0..10 through modelSelect under that preference and APGR (RouteLLM's) is computed from the
    choices, as benchmarks/default_router_unseen.py does; exploration (if any) is switched back on for the next
    traffic.
+At the first and the last checkpoint the preference also routes kinds it never had feedback on (`unseen`: 300
+prompts of the other of GSM8K and MMLU, and MT-Bench's 80 first turns, judged 1-10, APGR on the mean judge score),
+at cost_quality_tradeoff 0..10: their APGR gain over the same preference's first routing of them is what the learner
+moved on prompts unlike its feedback (the silent caller of `--labels none` gives the service's own drift there).
 Checkpoint 0 is the fresh preference. Printed per checkpoint: the labels the flow read, APGR served and its gain
 over fresh, the flow's decision, its doubly robust estimate of the challenger's advantage (95 % interval), the
 flow run's seconds, and the strong model's share of the judged prompts at every other setting of the dial.
@@ -130,11 +134,18 @@ def judge(svc: Service, client: httpx.Client, preference: str, prompts: list[str
     return apgr, choose.mean(axis=1)
 
 
+def route_unseen(svc: Service, client: httpx.Client, preference: str, unseen: dict, rate: float) -> dict[str, float]:
+    """APGR of each kind in `unseen` (name -> (prompts, strong, weak)) routed under the preference."""
+    return {name: judge(svc, client, preference, prompts, strong, weak, rate)[0]
+            for name, (prompts, strong, weak) in unseen.items()}
+
+
 def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_n: int,
                    checkpoints: tuple[int, ...], noise: bool, feedback: bool = True,
-                   rate: float = 0.0) -> list[tuple[int, float, str]]:
+                   rate: float = 0.0, unseen: dict | None = None) -> list[tuple[int, float, str]]:
     """One simulated caller (its own preference, so its own dial, residual memory and corrections):
-    [(feedbacks, APGR served on the judged prompts, the flow's decision)] per checkpoint."""
+    [(feedbacks, APGR served on the judged prompts, the flow's decision)] per checkpoint; the kinds in `unseen` are
+    routed at the first and last checkpoint and their gain printed."""
     order = np.random.default_rng(seed).permutation(len(items.prompts))  # the in-process mode's split
     judged, traffic = order[-judged_n:], order[:-judged_n]
     j_prompts = [items.prompts[i] for i in judged]
@@ -145,7 +156,7 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
     r.raise_for_status()
     preference = r.json()["preference_id"]
     set_exploration(svc, client, preference, rate)
-    rows, fresh, sent = [], None, 0
+    rows, fresh, sent, unseen_fresh = [], None, 0, {}
     reached = [n for n in checkpoints if n <= len(traffic)]
     if len(reached) < len(checkpoints) and len(traffic) > reached[-1]:
         reached.append(len(traffic))  # the rest of the traffic: a small benchmark still gets its last checkpoint
@@ -180,12 +191,17 @@ def one_preference(svc: Service, client: httpx.Client, items, seed: int, judged_
         rows.append((n, apgr - fresh, decision))
         print(f"  seed {seed} {n:>9}  {labels:>6}  {apgr:6.3f} ({apgr - fresh:+.3f})  {decision:<18}  {interval:<26}  "
               f"{flow_s:6.1f}  {traffic_s:9.1f}  {' '.join(f'{x:.2f}' for x in shares[::2])}", flush=True)
+        if unseen and n in (reached[0], reached[-1]):
+            seen_now = route_unseen(svc, client, preference, unseen, rate)
+            unseen_fresh = unseen_fresh if n != reached[0] else seen_now
+            print(f"  seed {seed} {n:>9}  kinds without feedback: " + ", ".join(
+                f"{k} {v:.3f} ({v - unseen_fresh[k]:+.3f})" for k, v in seen_now.items()), flush=True)
     return [(n, fresh + gain, d) for n, gain, d in rows]
 
 
 def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_n: int, checkpoints: tuple[int, ...],
                       seeds: int, labels: tuple[str, ...] = ("real", "random"), first_seed: int = 0,
-                      rate: float = 0.0) -> None:
+                      rate: float = 0.0, unseen: dict | None = None) -> None:
     os.environ.update(SWITCHBOARD_DEFAULT_ROUTER_DIR=str(router_dir), SWITCHBOARD_MODEL_FIGURES=str(figures))
     root = Path(tempfile.mkdtemp(prefix="switchboard-learning-api-"))
     started = time.perf_counter()
@@ -203,7 +219,7 @@ def curve_through_api(name: str, items, router_dir: Path, figures: Path, judged_
                 print(f"  {'':6} {'feedbacks':>9}  {'fitted':>6}  {'served APGR':>15}  {'flow decision':<18}  "
                       f"{'DR difference [95 %]':<26}  {'flow s':>6}  {'traffic s':>9}  "
                       "strong share at t = 0, 2, .., 10", flush=True)
-                runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise, feedback, rate)
+                runs = [one_preference(svc, client, items, seed, judged_n, checkpoints, noise, feedback, rate, unseen)
                         for seed in range(first_seed, first_seed + seeds)]
                 print(f"  mean of {seeds} seed(s): APGR served (gain over the fresh preference), flows that promoted")
                 for k, (n, _, _) in enumerate(runs[0]):

@@ -14,8 +14,10 @@ router trained without it (benchmarks/learning_from_traffic.py left_out_routers)
 3. learn() fits and judges the lexical learner on all the labels; printed: the gate's decision, its two tests, and
    APGR on the judged prompts with the learner as fitted (whether or not promoted) and as served (the learner if
    promoted, else the router), each as a gain over the router alone;
-4. the same learner routes 1,000 prompts of the *other* benchmark (a kind it never had feedback on): its APGR gain
-   there, as fitted.
+4. the same learner routes kinds it never had feedback on: the *other* benchmark (all of GSM8K's 1,307 prompts, or
+   MMLU's fixed sample of 5,000; on 1,000 a single prompt moved APGR by 0.002-0.005; the pair on whose seeds 0-1 the
+   familiarity ramp was chosen) and MT-Bench's 80 first turns (judged 1-10, APGR on
+   the mean judge score; never used to choose anything): its APGR gain there, as fitted.
 After the first real-label run of each benchmark, the serving cost: Correction.apply (what the decision path adds
 for a promoted learner: hashing the prompt, a sparse dot product per known candidate) on the judged prompts, p50 and
 p99 per decision.
@@ -32,27 +34,29 @@ import numpy as np
 
 from benchmarks.learning_from_traffic import apgr_of, left_out_routers, pair_candidates
 
-STRONG_KEY, WEAK_KEY = "openai/gpt-4-1106-preview", "togetherai/mistralai/Mixtral-8x7B-Instruct-v0.1"
-MAX_PROMPTS, TRAFFIC, OTHER = 5_000, 2_000, 1_000
+MAX_PROMPTS, TRAFFIC = 5_000, 2_000
 
 
-def scored(router, prompts: list[str], strong: np.ndarray, weak: np.ndarray) -> dict:
-    """The router's embedding and predicted quality of (a fixed sample of at most MAX_PROMPTS of) the prompts."""
+def scored(router, prompts: list[str], strong: np.ndarray, weak: np.ndarray, candidates: list | None = None) -> dict:
+    """The router's embedding and predicted quality of (a fixed sample of at most MAX_PROMPTS of) the prompts, for
+    the pair (`candidates`, strong first; default GPT-4-1106 and Mixtral-8x7B)."""
+    candidates = candidates or pair_candidates()
     idx = np.arange(len(prompts))
     if len(idx) > MAX_PROMPTS:
         idx = np.sort(np.random.default_rng(7).permutation(len(idx))[:MAX_PROMPTS])
     feats = [router.featurizer.featurize(prompts[i]) for i in idx]
     dim = router.featurizer.embedding.dim
     return {"texts": [prompts[i] for i in idx], "strong": strong[idx], "weak": weak[idx],
+            "keys": [f"{c.provider}/{c.model}" for c in candidates],
             "embedding": np.stack([f.vector[:dim] for f in feats]).astype(np.float64),
-            "quality": np.stack([router.predict_quality(f, pair_candidates()) for f in feats]).astype(np.float64)}
+            "quality": np.stack([router.predict_quality(f, candidates) for f in feats]).astype(np.float64)}
 
 
 def evidence(d: dict, idx: np.ndarray, chosen: np.ndarray, label: np.ndarray, lam: float):
     from flows.learning.table import Evidence
 
     n = len(idx)
-    return Evidence([str(i) for i in idx], [STRONG_KEY, WEAK_KEY], np.tile([0, 1], (n, 1)), np.ones((n, 2), bool),
+    return Evidence([str(i) for i in idx], list(d["keys"]), np.tile([0, 1], (n, 1)), np.ones((n, 2), bool),
                     d["quality"][idx], np.tile([1.0, 0.0], (n, 1)), np.full(n, lam), chosen, np.ones(n), label,
                     d["embedding"][idx], None, [d["texts"][i] for i in idx])
 
@@ -78,7 +82,7 @@ def serving_cost(d: dict, idx: np.ndarray, params) -> tuple[float, float]:
 
     correction = Correction.of("served", params)
     dim = d["embedding"].shape[1]
-    keys = [STRONG_KEY, WEAK_KEY]
+    keys = list(d["keys"])
     times = []
     for i in idx:
         started = time.perf_counter_ns()
@@ -87,7 +91,7 @@ def serving_cost(d: dict, idx: np.ndarray, params) -> tuple[float, float]:
     return float(np.percentile(times, 50)) / 1e6, float(np.percentile(times, 99)) / 1e6
 
 
-def one(d: dict, other: dict, seed: int, judged_n: int, noise: bool, version: str) -> list:
+def one(d: dict, others: dict[str, dict], seed: int, judged_n: int, noise: bool, version: str) -> list:
     from flows.learning.learn import learn, lexical_challenger
 
     order = np.random.default_rng(seed).permutation(len(d["texts"]))
@@ -107,7 +111,7 @@ def one(d: dict, other: dict, seed: int, judged_n: int, noise: bool, version: st
     served = outcome.parameters if outcome.promote else None
     cost = serving_cost(d, judged[:300], fitted)
     return [len(traffic), gain(d, judged, fitted), gain(d, judged, served),
-            gain(other, np.arange(min(OTHER, len(other["texts"]))), fitted), outcome.promote,
+            [gain(o, np.arange(len(o["texts"])), fitted) for o in others.values()], outcome.promote,
             outcome.evaluation["kind"] if outcome.promote else "-", lex["replay_error_gain"]["value"],
             lex["dm_difference"]["value"], lex["dm_difference"]["low"], seconds, cost]
 
@@ -132,18 +136,19 @@ def main() -> int:
         router = load_default_router(folder, folder / "model_benchmarks.csv")
         other_name = "gsm8k" if benchmark != "gsm8k" else "mmlu"
         d = scored(router, items.prompts, items.strong, items.weak)
-        o = pairs[other_name]
-        other = scored(router, o.prompts, o.strong, o.weak)
+        others = {name: scored(router, pairs[name].prompts, pairs[name].strong, pairs[name].weak)
+                  for name in (other_name, "mt_bench")}
         judged_n = min(1_500, int(0.3 * len(d["texts"])))
         print(f"\n{benchmark} left out of the router: {min(TRAFFIC, len(d['texts']) - judged_n)} feedbacks, "
-              f"{judged_n} judged; the other kind: {other_name}", flush=True)
+              f"{judged_n} judged; kinds without feedback: {', '.join(others)}", flush=True)
         print(f"  {'labels':<7} {'seed':>4} {'labels':>6}  {'fitted':>7}  {'served':>7}  "
-              f"{other_name + ' (unseen)':>16}  {'decision':<16} {'replay':>8}  {'DM [low]':>18}  {'s':>5}", flush=True)
+              f"{other_name + ' (unseen)':>16}  {'mt_bench (unseen)':>17}  {'decision':<16} {'replay':>8}  "
+              f"{'DM [low]':>18}  {'s':>5}", flush=True)
         for noise in (False, True):
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                r = one(d, other, seed, judged_n, noise, router.featurizer.version)
+                r = one(d, others, seed, judged_n, noise, router.featurizer.version)
                 print(f"  {'random' if noise else 'real':<7} {seed:>4} {r[0]:>6}  {r[1]:+7.3f}  {r[2]:+7.3f}  "
-                      f"{r[3]:+16.3f}  {('promoted' if r[4] else 'kept'):<16} {r[6]:+8.4f}  "
+                      f"{r[3][0]:+16.3f}  {r[3][1]:+17.3f}  {('promoted' if r[4] else 'kept'):<16} {r[6]:+8.4f}  "
                       f"{r[7]:+8.4f} [{r[8]:+.4f}]  {r[9]:5.0f}", flush=True)
                 if not noise and seed == args.first_seed:
                     print(f"  serving cost of the fitted learner: p50 {r[10][0]:.3f} ms, p99 {r[10][1]:.3f} ms per "

@@ -108,6 +108,9 @@ class LexicalParameters(msgspec.Struct, frozen=True):
     embedding: list[list[float]]   # per model: weights on the router's unit embedding
     centroids: list[list[float]]   # unit centroids of the training prompts' embeddings
     familiar: float                # a prompt whose cosine to every centroid is below this keeps the router's q
+    familiar_full: float | None = None  # from this cosine on it takes the whole adjustment, a linear share between
+                                        # (None, as fitted before the ramp: the whole adjustment from `familiar`)
+    serve_intercept: bool = True   # add b_m when serving (versions fitted before the ramp); see LexicalModel
 
 
 def encode_array(values: np.ndarray, dtype: str) -> str:
@@ -119,10 +122,18 @@ def decode_array(text: str, dtype: str) -> np.ndarray:
 
 
 class LexicalModel:
-    """Serving form: quality_m = clip(q_m + b_m + lexical(x) . w_m + unit embedding . e_m, 0, 1) for the models
-    it was fitted on, on a prompt like those it was fitted on (its unit embedding within `familiar` cosine of a
-    training centroid); other models and unfamiliar prompts keep the router's q. One hashing of the prompt and a
-    sparse dot product per known candidate."""
+    """Serving form: quality_m = clip(q_m + s(x) * (lexical(x) . w_m + unit embedding . e_m), 0, 1) for the models
+    it was fitted on; s(x), how familiar the prompt is, is 0 when its unit embedding's cosine to the nearest training
+    centroid is below `familiar`, 1 from `familiar_full` on, linear between (flows/learning/lexical_fit.py says why).
+    Other models and unfamiliar prompts keep the router's q. One hashing of the prompt and a sparse dot product per
+    known candidate.
+
+    The model's mean residual b_m is fitted (the prompt-level part is learned around it, and the gate judges both
+    calibrated) but not served: the dial calibrates lambda on the caller's own decisions, so a per-model level moves
+    nothing a caller of one kind can see, while on prompts partly familiar it moves one kind's gaps against another's.
+    Served, it cost a kind without feedback up to 0.019 APGR and, on random labels, the kind they came from up to
+    0.041 as fitted (seeds 0-1 of GSM8K and MMLU); the prompt-level part alone kept the judged gain (+0.051 mean).
+    Versions fitted before that (`serve_intercept`) still add it, all or nothing at `familiar`."""
 
     def __init__(self, p: LexicalParameters) -> None:
         if p.feature_version != FEATURE_VERSION:  # docs/architecture.md, rule 4
@@ -130,12 +141,24 @@ class LexicalModel:
         if not (len(p.models) == len(p.intercept) == len(p.index) == len(p.values) == len(p.embedding)):
             raise ValueError("lexical parameters are not aligned")
         self.rows = {m: i for i, m in enumerate(p.models)}
-        self.intercept = np.asarray(p.intercept, dtype=np.float64)
+        self.intercept = np.asarray(p.intercept, dtype=np.float64) if p.serve_intercept else np.zeros(len(p.models))
         self.weights = [SparseWeights(decode_array(i, "<i4"), decode_array(v, "<f4"))
                         for i, v in zip(p.index, p.values)]
         self.embedding = [np.asarray(e, dtype=np.float64) for e in p.embedding]
         self.centroids = np.asarray(p.centroids, dtype=np.float64).reshape(len(p.centroids), -1)
         self.familiar = float(p.familiar)
+        self.familiar_full = self.familiar if p.familiar_full is None else max(float(p.familiar_full), self.familiar)
+
+    def familiarity(self, unit_embedding: np.ndarray) -> float:
+        """s(x) of the class docstring: 0 (the router alone) to 1 (the whole adjustment)."""
+        if not len(self.centroids):
+            return 0.0
+        cosine = float((self.centroids @ unit_embedding).max())
+        if cosine < self.familiar:
+            return 0.0
+        if cosine >= self.familiar_full:
+            return 1.0
+        return (cosine - self.familiar) / (self.familiar_full - self.familiar)
 
     def apply(self, text: str, embedding: np.ndarray, keys: list[str], quality: np.ndarray) -> np.ndarray:
         out = np.asarray(quality, dtype=np.float64).copy()
@@ -145,9 +168,10 @@ class LexicalModel:
         e = np.asarray(embedding, dtype=np.float64)[: self.centroids.shape[1]]
         norm = float(np.linalg.norm(e))
         e = e / norm if norm > 0 else e
-        if not len(self.centroids) or float((self.centroids @ e).max()) < self.familiar:
+        share = self.familiarity(e)
+        if share <= 0.0:
             return out
         index, values = featurize(text)
         for i, m in known:
-            out[i] += self.intercept[m] + self.weights[m].dot(index, values) + float(e @ self.embedding[m])
+            out[i] += share * (self.intercept[m] + self.weights[m].dot(index, values) + float(e @ self.embedding[m]))
         return np.clip(out, 0.0, 1.0)

@@ -98,7 +98,7 @@ def lexical_summary(lexical: dict | None) -> str:
         return ""
     r, d = lexical["replay_error_gain"], lexical["dm_difference"]
     return (f"\n\nLexical learner ({lexical['rows']} labels, penalty {lexical['penalty']:.3g}): leave-one-out replay "
-            f"gain {r['value']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}], conservative direct-method difference "
+            f"gain {r['value']:+.4f} [{r['low']:+.4f}, {r['high']:+.4f}], held-out direct-method difference "
             f"{d['value']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]; "
             f"{'passed' if lexical['passed'] else 'not passed'}.")
 

@@ -23,7 +23,7 @@ import msgspec
 import numpy as np
 
 from api.selection.learned import FORMAT, Correction, CorrectionParameters
-from flows.learning.fit import fit_correction
+from flows.learning.fit import fit_correction, unit_rows
 from flows.learning.lexical_fit import fit_lexical
 from flows.learning.lexical_gate import judge, parameters
 from flows.learning.off_policy import compare_quality, corrected_quality
@@ -92,11 +92,17 @@ def lexical_challenger(evidence: Evidence, champion: Correction | None, feature_
         return None, None
     params = CorrectionParameters(format=FORMAT, feature_version=feature_version, centroids=[], models=[],
                                   weights=[], bias=[], lexical=parameters(fitted))
-    challenger = corrected_quality(recent, Correction.of("challenger", params))
+    # judged as calibrated (b_m added, as the recalibrated champion has it): the gate weighs the prompt-level part,
+    # which is all that serving adds (api/selection/lexical.py, LexicalModel)
+    calibrated = msgspec.structs.replace(params, lexical=msgspec.structs.replace(params.lexical, serve_intercept=True))
+    learner = Correction.of("challenger", calibrated)
+    challenger = corrected_quality(recent, learner)
     base = recent.router_quality.copy() if champion is None or champion.nearest_neighbour_residual \
         else corrected_quality(recent, champion)
     compared = compare_quality(recent, challenger, base)
-    return params, {**judge(recent, fitted, challenger, base), "rows": len(recent),
+    lexical = learner.lexical
+    share = np.array([lexical.familiarity(e) for e in unit_rows(recent.features[:, : lexical.centroids.shape[1]])])
+    return params, {**judge(recent, fitted, challenger, base, share), "rows": len(recent),
                     "dr": compared["dr"], "ips": compared["ips"], "logged_value": compared["logged_value"]}
 
 
