@@ -47,6 +47,7 @@ from benchmarks import custom_router_familiarity as bench  # noqa: E402
 from benchmarks import custom_router_pools as pools  # noqa: E402
 from flows.custom_router import familiarity, pipeline  # noqa: E402
 from flows.custom_router import floor as floor_fit  # noqa: E402
+from flows import kinds_left_out  # noqa: E402
 from flows.custom_router.neighbours import NeighbourTable, outside  # noqa: E402
 from flows.default_router.data import fold_of  # noqa: E402
 
@@ -102,14 +103,14 @@ def learned_threshold(served, d: dict, nested, table, kind: np.ndarray | None, g
             k["fallback"] = kind_balanced_best(y[~k["rows"]], kind[~k["rows"]])
     own = table.own_fold_out()
     candidates = [OFF] + [float(np.quantile(own.familiarity, q)) for q in familiarity.THRESHOLD_QUANTILES]
-    saved = familiarity.SIGNIFICANCE
-    familiarity.SIGNIFICANCE = saved if gate else -1e9  # the mean gate: any mean gain over kinds passes
+    saved = kinds_left_out.SIGNIFICANCE
+    kinds_left_out.SIGNIFICANCE = saved if gate else -1e9  # the mean gate: any mean gain over kinds passes
     try:
         best = kind_balanced_best(y, kind) if balanced else int(y.mean(axis=0).argmax())
         return familiarity.choose(candidates, kinds_out, y, nested.argmax(axis=1), best, own.familiarity,
                                   np.ones(len(y), dtype=bool))
     finally:
-        familiarity.SIGNIFICANCE = saved
+        kinds_left_out.SIGNIFICANCE = saved
 
 
 def lexical_matrix(texts: list[str]):

@@ -16,9 +16,7 @@ nearest training prompts. Whether, and below what familiarity, to fall back is l
 - the threshold: from the quantiles THRESHOLD_QUANTILES of the in-distribution familiarity, or none, the one whose
   mean of the two accuracies at t = 0 (the kinds left out, averaged by kind; the rows in distribution) is highest;
   one must gain at least half a row's worth to leave "none", and its gain on the kinds left out must hold across
-  kinds: its mean over kinds at least SIGNIFICANCE standard errors above 0 (the kinds are the unit a new kind is
-  drawn like; the mean alone let one kind's +3 points choose a fallback that cost 20 points on the real unseen
-  kind, GSM8K left out of RouterDC's files, docs/benchmarks.md).
+  kinds (flows/kinds_left_out.py, the rule the default router's floor learns by too).
 The figure reported is nested: for each kind, the threshold is chosen without it and scored on it. A router that
 routes as the best single model already, or an upload too small for two kinds, gets no threshold.
 """
@@ -33,11 +31,11 @@ from api.custom_router.floor import OFF, Floor, assign, clip_quality
 from api.custom_router.neighbours import Neighbourhood
 from flows.custom_router import floor as floor_fit
 from flows.custom_router.neighbours import NeighbourTable, outside
+from flows.kinds_left_out import holds_across_kinds
 
 GROUPS = 6
 ROWS_PER_GROUP = 100
 THRESHOLD_QUANTILES = (0.01, 0.02, 0.05, 0.1, 0.2)
-SIGNIFICANCE = 2.0  # standard errors over the kinds left out (about a one-sided 95 % test with 5 kinds)
 
 
 def kinds(emb: np.ndarray, rows: int) -> np.ndarray | None:
@@ -81,21 +79,17 @@ def objective(threshold: float, kinds_out: list[dict], y: np.ndarray, nested_pic
     return (out + inside) / 2, out, inside
 
 
-def holds_across_kinds(threshold: float, kinds_out: list[dict], y: np.ndarray) -> bool:
-    """Whether falling back below `threshold` gains on the kinds left out by more than SIGNIFICANCE standard
-    errors of its per-kind gains (the kinds, not the rows, are the sample a new kind comes from)."""
-    gains = np.array([accuracy(y[k["rows"]], k["pick"], k["fallback"], k["familiarity"], threshold)
-                      - accuracy(y[k["rows"]], k["pick"], k["fallback"], k["familiarity"], OFF) for k in kinds_out])
-    if len(gains) < 2:
-        return False
-    return float(gains.mean()) > SIGNIFICANCE * float(gains.std(ddof=1)) / np.sqrt(len(gains))
+def gains_across_kinds(threshold: float, kinds_out: list[dict], y: np.ndarray) -> list[float]:
+    """Per kind left out: accuracy falling back below `threshold` minus accuracy without a fallback."""
+    return [accuracy(y[k["rows"]], k["pick"], k["fallback"], k["familiarity"], threshold)
+            - accuracy(y[k["rows"]], k["pick"], k["fallback"], k["familiarity"], OFF) for k in kinds_out]
 
 
 def choose(candidates: list[float], kinds_out: list[dict], y, nested_pick, best, fam_in, keep) -> float:
     scores = {t: objective(t, kinds_out, y, nested_pick, best, fam_in, keep)[0] for t in candidates}
     step = 0.5 / max(int(keep.sum()), 1)
     passing = [t for t in candidates if t == OFF or (scores[t] > scores[OFF] + step
-                                                     and holds_across_kinds(t, kinds_out, y))]
+                                                     and holds_across_kinds(gains_across_kinds(t, kinds_out, y)))]
     return max(passing, key=lambda t: (scores[t], -t))
 
 

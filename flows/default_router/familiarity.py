@@ -14,8 +14,9 @@
    without a kind carries over to the router trained on all of them). The score is flows/default_router/report.py's
    routing gain (the share of the oracle's gain over random the router recovers: the pair's APGR over the dial, the
    7 models' accuracy at t = 0), averaged over the kind left out and in distribution, then over the kinds. The
-   level kept is the best one, and none unless it beats none by MIN_GAIN: "none" is the answer when falling back
-   does not pay on the kinds left out.
+   level kept is the best one, and none unless it beats none by MIN_GAIN and its gain holds across the kinds
+   (flows/kinds_left_out.py, the custom router's rule too): "none" is the answer when falling back does not pay on
+   the kinds left out.
 3. The record says, per kind left out, what each level scored, and the nested figure: that kind's score under the
    level chosen on the other kinds alone, against none.
 """
@@ -32,6 +33,7 @@ from api.routing.familiarity import TARGETS, Familiarity, read_familiarity, unit
 from flows.default_router.multi import Outcomes
 from flows.default_router.pair_irt import PAIR_BLOCKS
 from flows.default_router.report import routing_gain
+from flows.kinds_left_out import holds_across_kinds
 
 PROTOTYPES_PER_KIND = 8
 LLOYD_STEPS = 20
@@ -131,11 +133,13 @@ def score_levels(router: DefaultRouter, familiarity: Familiarity, sets: dict[str
 
 
 def choose_level(per_kind: dict[str, dict]) -> str:
-    """The level with the best mean objective over the kinds left out; none unless it beats none by MIN_GAIN."""
+    """The level with the best mean objective over the kinds left out; none unless it beats none by MIN_GAIN and
+    its gain holds across the kinds (flows/kinds_left_out.py: the custom router's floor learns by the same rule)."""
     means = {level: float(np.mean([scores[level]["objective"] for scores in per_kind.values()]))
              for level in next(iter(per_kind.values()))}
     best = max(means, key=lambda level: (means[level], level == NONE))
-    return best if means[best] >= means[NONE] + MIN_GAIN else NONE
+    gains = [scores[best]["objective"] - scores[NONE]["objective"] for scores in per_kind.values()]
+    return best if means[best] >= means[NONE] + MIN_GAIN and holds_across_kinds(gains) else NONE
 
 
 def learn(router: DefaultRouter, sets: dict[str, Outcomes], features: dict[str, np.ndarray],

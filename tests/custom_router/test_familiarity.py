@@ -11,6 +11,7 @@ from api.custom_router.neighbours import NEIGHBOURS, References, nearest, unit
 from flows.custom_router import familiarity, floor
 from flows.custom_router.neighbours import NeighbourTable
 from flows.custom_router.training import fold_ids
+from flows.kinds_left_out import holds_across_kinds
 
 
 def _kinds_upload(kinds: int = 6, per_kind: int = 150, seed: int = 0):
@@ -151,7 +152,7 @@ def test_a_fallback_that_pays_on_one_kind_alone_is_not_chosen():
         ys.append(y)
         start += n
     y = np.concatenate(ys)
-    assert not familiarity.holds_across_kinds(0.5, kinds_out, y)
+    assert not holds_across_kinds(familiarity.gains_across_kinds(0.5, kinds_out, y))
     everyone = np.ones(len(y), dtype=bool)
     fam_in = np.full(len(y), 0.9)
     assert familiarity.objective(0.5, kinds_out, y, np.zeros(len(y), int), 1, fam_in, everyone)[0] > \
@@ -160,5 +161,5 @@ def test_a_fallback_that_pays_on_one_kind_alone_is_not_chosen():
     for k in kinds_out[1:]:  # the same gain on every kind holds
         k["familiarity"][:12] = 0.1
         y[np.flatnonzero(k["rows"])[:12]] = [0.0, 1.0]
-    assert familiarity.holds_across_kinds(0.5, kinds_out, y)
+    assert holds_across_kinds(familiarity.gains_across_kinds(0.5, kinds_out, y))
     assert familiarity.choose([OFF, 0.5], kinds_out, y, np.zeros(len(y), int), 1, fam_in, everyone) == 0.5

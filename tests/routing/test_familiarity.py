@@ -116,8 +116,11 @@ def test_the_level_is_none_unless_falling_back_pays_on_the_kinds_left_out():
     small = {"a": scores({NONE: 0.2, level: 0.2 + MIN_GAIN / 2}), "b": scores({NONE: 0.3, level: 0.3})}
     assert choose_level(small) == NONE
     # A gain that holds on the kinds left out is.
-    large = {"a": scores({NONE: 0.2, level: 0.26}), "b": scores({NONE: 0.3, level: 0.32})}
+    large = {"a": scores({NONE: 0.2, level: 0.26}), "b": scores({NONE: 0.3, level: 0.34})}
     assert choose_level(large) == level
+    # A large mean made by one kind alone is not (flows/kinds_left_out.py).
+    one_kind = {"a": scores({NONE: 0.2, level: 0.30}), "b": scores({NONE: 0.3, level: 0.29})}
+    assert choose_level(one_kind) == NONE
     # A level's threshold is a quantile of the in-distribution familiarity; none has none.
     floor = Familiarity(("a",), np.zeros(2), np.eye(2), np.array([0, 0]), np.zeros((1, 4), np.float32))
     heldout = np.linspace(0.0, 1.0, 101)
