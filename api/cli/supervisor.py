@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from api.cli import orphans
-from api.cli.http_options import connection_args
+from api.cli.http_options import connection_args, connection_cap, header_timeout_ms
 from api.cli.ports import Listener, refuse_if_in_use
 from api.cli.processes import Supervisor, free_port, say
 from api.cli.restarts import ChildRestarts
@@ -98,8 +98,12 @@ def start_prefect(sup: Supervisor, logs: Path) -> None:
 
 
 def store_owner_argv(host: str, port: int, settings: Settings | None = None) -> list[str]:
-    return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", host, "--port",
-            str(port), "--workers", "1", "--log-level", "warning", *connection_args(settings or get_settings()),
+    """The owner is one worker by design: granian in one process, without a main process to watch it
+    (api/cli/one_process_server.py), with the API's connection options."""
+    settings = settings or get_settings()
+    return [sys.executable, "-m", "api.cli.one_process_server", "--host", host, "--port", str(port),
+            "--header-timeout-ms", str(header_timeout_ms(settings)),
+            "--backpressure", str(connection_cap(settings)),
             "api.owner_app:create_owner_app"]
 
 
