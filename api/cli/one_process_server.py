@@ -1,12 +1,14 @@
-"""Serve an ASGI app factory with granian in this one process (`python -m api.cli.one_process_server ... module:factory`).
+"""Serve an ASGI app factory with granian in this one process (`python -m api.cli.one_process_server ... mod:factory`).
 
-For the store owner, which is always one worker (one process owns the DuckDB file: docs/architecture.md, rule 6).
-`python -m granian --workers 1` runs a main process that only forks the worker and watches it: 28 MiB of an idle
-`serve` for a manager with nothing to manage (docs/benchmarks.md, "Issue 36, idle memory of serve"). granian's
-embedded server (granian/server/embed.py) runs the same Rust worker on this process's event loop, with the options
-the command line would give it (api/cli/http_options.py: HTTP/1 with a header timeout, the connection cap) and the
-same lifespan: SIGTERM or SIGINT stops accepting, lets the app's shutdown run (the owner withdraws run/owner.json
-and checkpoints DuckDB), and ends the process.
+For a server with one worker: the store owner always (one process owns the DuckDB file: docs/architecture.md, rule
+6), the API under `switchboard serve` (and `switchboard api --workers 1`). `python -m granian --workers 1` runs a
+main process that only forks the worker and watches it: 28 MiB per server of an idle `serve` for a manager with
+nothing to manage (docs/benchmarks.md, "Issue 36, idle memory of serve"). granian's embedded server
+(granian/server/embed.py) runs the same Rust worker on this process's event loop, with the options the command line
+would give it (api/cli/http_options.py: HTTP/1 with a header timeout, the connection cap, the listen backlog) and the
+same lifespan: SIGTERM or SIGINT stops accepting, lets the app's shutdown run (the API flushes its buffered events,
+the owner withdraws run/owner.json and checkpoints DuckDB), and ends the process. Several API workers still run
+under `python -m granian`, whose main process forks and watches them (api/cli/supervisor.py, api_argv).
 """
 
 from __future__ import annotations
