@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 from api.cli.processes import free_port
-from api.cli.supervisor import store_owner_argv
+from api.cli.supervisor import api_argv, store_owner_argv
 from storage import owner
 from tests.support.api_server import PYTHON, REPO, child_env, settings_under
+from tests.support.service import wait_for_api
 
 
 def children(pid: int) -> list[int]:
@@ -46,6 +47,29 @@ def test_the_owner_is_one_process_that_closes_idle_connections_and_stops_cleanly
         assert process.wait(timeout=30) == 0, log.read_text()
         assert not owner.owner_file(data_dir / "run").exists()  # the lifespan's shutdown withdrew it
         assert "experimental" not in log.read_text()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_the_api_with_one_worker_is_one_process_and_ends_quietly(tmp_path):
+    """The API owning its data dir (no store owner): its shutdown runs, and nothing after it reports DuckDB's live
+    objects as leaked (the interpreter's teardown is skipped, as granian's forked worker skipped it)."""
+    data_dir, port = tmp_path / "data", free_port()
+    data_dir.mkdir()
+    argv = api_argv("127.0.0.1", port, 1)
+    assert "api.cli.one_process_server" in argv and "granian" not in argv
+    log = tmp_path / "api.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen([PYTHON, *argv[1:]], env=child_env(data_dir, port), cwd=REPO, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_api(f"http://127.0.0.1:{port}")
+        assert children(process.pid) == []
+        os.killpg(process.pid, signal.SIGTERM)
+        assert process.wait(timeout=30) == 0, log.read_text()
+        assert "leaked" not in log.read_text()
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

@@ -17,7 +17,9 @@ import argparse
 import asyncio
 import importlib
 import logging
+import os
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -61,10 +63,18 @@ def main(argv: list[str] | None = None) -> None:
     server = build_server(load_factory(args.target), args.host, args.port, args.header_timeout_ms, args.backpressure)
     # Said at every start; this module is the reason it is embedded, and its tests are what the warning asks for
     logging.getLogger("_granian").addFilter(lambda record: record.getMessage() != EXPERIMENTAL_WARNING)
+    code = 0
     try:
         asyncio.run(serve_until_signalled(server))
     except FatalError as exc:  # granian has logged the app's own error (a failed lifespan startup) above
-        raise SystemExit(f"{args.target} did not start ({exc}); its error is above") from None
+        print(f"{args.target} did not start ({exc}); its error is above", file=sys.stderr)
+        code = 1
+    # The app's shutdown has run. End as granian's forked worker always ended (multiprocessing's os._exit), without
+    # the interpreter's teardown, where DuckDB's bindings (nanobind) report every object still alive as leaked.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
