@@ -8,8 +8,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from flows.registry import deployments
-from flows.served_deployments import describe, rebuild
+from flows.served_deployments import collect, describe, rebuild
 
 # What a flow brings that Prefect alone does not: an idle runner holds none of it.
 FLOW_LIBRARIES = ("dspy", "litellm", "pandas", "sklearn", "xgboost", "scipy", "polars", "pyarrow", "numpy", "duckdb",
@@ -47,3 +49,9 @@ def test_runner_side_loads_no_flow_library():
     assert result["names"] == [d.full_name for d in deployments()]
     held = [m for m in result["modules"] if any(m == lib or m.startswith(lib + ".") for lib in FLOW_LIBRARIES)]
     assert held == []
+
+
+def test_a_failed_description_stops_the_runner_with_its_exit_code():
+    failing = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"], stdout=subprocess.PIPE)
+    with pytest.raises(SystemExit, match="exit code 3"):
+        collect(failing)
