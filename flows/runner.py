@@ -1,6 +1,6 @@
 """The flow runner: serves every deployment in flows.registry until stopped (`python -m flows.runner`).
 
-`switchboard serve` starts it beside the Prefect server (api/cli/supervisor.py): a short-lived interpreter describes
+`switchboard serve` starts it beside the Prefect server (api/cli/supervisor.py): a short-lived forked child describes
 the flows' deployments meanwhile (flows/served_deployments.py: the runner itself never imports a flow, so an idle
 runner holds Prefect and no flow's libraries), then it waits until the server answers before it touches Prefect's
 API.
@@ -61,14 +61,13 @@ def settle_orphans(api_url: str, auth_string: str | None) -> None:
 
 def main() -> None:
     # lazy: a flow run's interpreter imports this module again (see above); only the runner itself needs these
-    from flows.served_deployments import collect, start_describing
-
-    describing = start_describing()  # first: it imports every flow while this process imports Prefect
-    # lazy: as above
     from prefect import serve  # noqa: I001
     from api.parent_watch import SUPERVISOR_PID_ENV, exit_with_parent
     from api.settings import get_settings
     from flows.prefect_api import SETTLE_ORPHANS_ENV
+    from flows.served_deployments import collect, start_describing
+
+    describing = start_describing()  # forked before any thread starts; it imports the flows while Prefect starts
 
     supervisor = os.environ.get(SUPERVISOR_PID_ENV)
     if supervisor and supervisor.isdigit() and int(supervisor) == os.getppid():

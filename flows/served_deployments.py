@@ -8,8 +8,8 @@ flow from the entrypoint stored with the deployment. Yet importing every flow mo
 flow's libraries (DSPy, LiteLLM, pandas, scikit-learn, numpy, the API's modules) resident in the runner for the
 service's life: about 120 MiB of an idle `serve` (docs/benchmarks.md, "Issue 36, idle memory of serve").
 
-So the runner asks a short-lived interpreter for the descriptions (`python -m flows.served_deployments` prints
-them as JSON, built by flows.registry as before) and rebuilds the same RunnerDeployment objects from them, with the
+So the runner has a short-lived forked child describe them as JSON (built by flows.registry as before; `python -m
+flows.served_deployments` prints the same) and rebuilds the same RunnerDeployment objects from them, with the
 same fields set and the same private parts Prefect sends when it applies them (prefect/deployments/runner.py:
 `_create` and `_update` send `_path`, `_parameter_openapi_schema` and the fields set).
 """
@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
+import os
 import sys
-from typing import Any
+import traceback
+from dataclasses import dataclass
+from typing import Any, TextIO
 
 FIELDS, PATH, ENTRYPOINT_TYPE, SCHEMA, VERSION_FROM_FLOW = (
     "fields", "path", "entrypoint_type", "parameter_schema", "version_from_flow")
@@ -53,27 +55,52 @@ def rebuild(described: list[dict[str, Any]]) -> list[Any]:
     return rebuilt
 
 
-def start_describing() -> subprocess.Popen:
-    """Describe the deployments in another interpreter (it imports every flow), started now so that it works while
-    the runner waits for the Prefect server; its errors go to the runner's log."""
-    return subprocess.Popen([sys.executable, "-m", "flows.served_deployments"], stdout=subprocess.PIPE)
+@dataclass(frozen=True)
+class Describing:
+    pid: int
+    read_fd: int
 
 
-def collect(describing: subprocess.Popen) -> list[Any]:
-    out, _ = describing.communicate()
-    if describing.returncode:
-        raise SystemExit(f"describing the flows' deployments failed (exit code {describing.returncode}); "
-                         "the error is above")
-    return rebuild(json.loads(out))
+def start_describing() -> Describing:
+    """Describe the deployments in a forked child (it imports every flow), started now so that it works while the
+    runner waits for the Prefect server. Forked, not a fresh interpreter: the child shares the Prefect the runner
+    has just imported instead of importing it a second time beside the starting Prefect server (on two cores that
+    slowed the server's start, the critical path, by about 2 s). The runner must have no thread running yet."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: write the description and end, without the parent's exit handlers
+        os.close(read_fd)
+        code = 0
+        try:
+            with os.fdopen(write_fd, "w") as out:
+                main(out)
+        except BaseException:  # its error goes to the runner's log; the runner reports the exit code
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(write_fd)
+    return Describing(pid, read_fd)
 
 
-def main() -> None:
-    # lazy: only this short-lived interpreter imports the flows
+def collect(describing: Describing) -> list[Any]:
+    with os.fdopen(describing.read_fd) as described:
+        text = described.read()
+    code = os.waitstatus_to_exitcode(os.waitpid(describing.pid, 0)[1])
+    if code:
+        raise SystemExit(f"describing the flows' deployments failed (exit code {code}); the error is above")
+    return rebuild(json.loads(text))
+
+
+def main(out: TextIO = sys.stdout) -> None:
+    # lazy: only the describing process imports the flows
     from flows.registry import deployments
 
     with contextlib.redirect_stdout(sys.stderr):  # whatever a library prints at import stays out of the JSON
         described = describe(deployments())
-    json.dump(described, sys.stdout)
+    json.dump(described, out)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,8 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from flows.registry import deployments
-from flows.served_deployments import collect, describe, rebuild
+from flows.served_deployments import describe, rebuild
 
 # What a flow brings that Prefect alone does not: an idle runner holds none of it.
 FLOW_LIBRARIES = ("dspy", "litellm", "pandas", "sklearn", "xgboost", "scipy", "polars", "pyarrow", "numpy", "duckdb",
@@ -52,6 +50,12 @@ def test_runner_side_loads_no_flow_library():
 
 
 def test_a_failed_description_stops_the_runner_with_its_exit_code():
-    failing = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"], stdout=subprocess.PIPE)
-    with pytest.raises(SystemExit, match="exit code 3"):
-        collect(failing)
+    code = ("import flows.served_deployments as served\n"
+            "def broken(out):\n"
+            "    raise RuntimeError('a flow module failed to import')\n"
+            "served.main = broken\n"
+            "served.collect(served.start_describing())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "a flow module failed to import" in out.stderr  # the child's error, in the runner's log
+    assert "describing the flows' deployments failed (exit code 1)" in out.stderr
