@@ -103,6 +103,25 @@ def start_once(source: Path, data_dir: Path, idle_s: float, timeout: float = 300
             process.wait()
 
 
+def by_role(start: Start) -> dict[str, list[float]]:
+    """MiB of each part of `serve` (its processes in start order: granian's main process before its worker)."""
+    parts: dict[str, list[float]] = {}
+    for name, mib in sorted(start.rss_mib.items(), key=lambda item: int(item[0].rsplit("(", 1)[1].rstrip(")"))):
+        parts.setdefault(name.rsplit(" (", 1)[0], []).append(mib)
+    return parts
+
+
+def median_parts(starts: list[Start]) -> str:
+    """Each part's MiB, median over the starts, per process; a part whose process count changed is left out."""
+    roles = [by_role(s) for s in starts]
+    shown = []
+    for role, mibs in roles[-1].items():
+        if all(len(r.get(role, ())) == len(mibs) for r in roles):
+            shown.append(f"{role} " + "+".join(f"{statistics.median(r[role][i] for r in roles):.0f}"
+                                               for i in range(len(mibs))))
+    return ", ".join(shown)
+
+
 def export(ref: str, into: Path) -> Path:
     archive = into / "source.tar"
     subprocess.run(["git", "archive", "--format=tar", "-o", str(archive), ref], cwd=REPO, check=True)
@@ -123,6 +142,8 @@ def summary(label: str, starts: list[Start]) -> None:
     idle = [s.total_mib for s in starts]
     print(f"{label:>9} idle RSS: median {statistics.median(idle):.0f} MiB over {len(starts[-1].rss_mib)} processes "
           "(last start: " + ", ".join(f"{name} {mib:.0f}" for name, mib in starts[-1].rss_mib.items()) + ")")
+    print(f"{label:>9} idle RSS per part, median over {len(starts)} starts (a granian main process and its worker "
+          f"as a+b): {median_parts(starts)}")
 
 
 def main() -> None:

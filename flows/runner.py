@@ -1,13 +1,14 @@
 """The flow runner: serves every deployment in flows.registry until stopped (`python -m flows.runner`).
 
-`switchboard serve` starts it beside the Prefect server (api/cli/supervisor.py): it imports the flows meanwhile, then
-waits until the server answers before it touches Prefect's API.
+`switchboard serve` starts it beside the Prefect server (api/cli/supervisor.py): a short-lived forked child describes
+the flows' deployments meanwhile (flows/served_deployments.py: the runner itself never imports a flow, so an idle
+runner holds Prefect and no flow's libraries), then it waits until the server answers before it touches Prefect's
+API.
 
-This module imports nothing heavy at its top on purpose. The runner starts each flow run in a fresh interpreter
-(multiprocessing's spawn, prefect/flow_engine.py `run_flow_in_subprocess`), and a spawned interpreter first
-re-imports the parent's main module, this one, as `__mp_main__`. With the registry imported up here every flow run
-loaded every flow of the project (DSPy and LiteLLM for a router training, XGBoost and scikit-learn for a prompt
-optimization) before its own: seconds of each run's start (docs/benchmarks.md, "Issue 20, item 4").
+Each flow run executes in a fresh interpreter, `python -m prefect.engine`, which imports its flow from the entrypoint
+stored with its deployment (the runner holds no flow object to hand it). This module still imports nothing heavy at
+its top: an interpreter that re-imports the runner's main module (multiprocessing's spawn) would otherwise load
+every flow's libraries before its own, seconds of each start (docs/benchmarks.md, "Issue 20, item 4").
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ def main() -> None:
     from api.parent_watch import SUPERVISOR_PID_ENV, exit_with_parent
     from api.settings import get_settings
     from flows.prefect_api import SETTLE_ORPHANS_ENV
-    from flows.registry import deployments
+    from flows.served_deployments import collect, start_describing
+
+    describing = start_describing()  # forked before any thread starts; it imports the flows while Prefect starts
 
     supervisor = os.environ.get(SUPERVISOR_PID_ENV)
     if supervisor and supervisor.isdigit() and int(supervisor) == os.getppid():
@@ -75,7 +78,7 @@ def main() -> None:
         wait_for_prefect(api_url, auth_string)
         if os.environ.get(SETTLE_ORPHANS_ENV) == "1":
             settle_orphans(api_url, auth_string)
-    serve(*deployments(), limit=4)
+    serve(*collect(describing), limit=4)
 
 
 if __name__ == "__main__":

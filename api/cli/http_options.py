@@ -54,8 +54,16 @@ def max_connections(settings: Settings, open_files: int) -> int:
     return min(wanted, allowed)
 
 
+def header_timeout_ms(settings: Settings) -> int:
+    return max(1, min(60_000, round(settings.http_header_timeout_s * 1000)))
+
+
+def connection_cap(settings: Settings) -> int:
+    """granian's `--backpressure`: the connections one worker accepts at once, sized to the open files."""
+    return max_connections(settings, raise_open_file_limit())
+
+
 def connection_args(settings: Settings) -> list[str]:
     """granian's command-line options for HTTP/1 with a header timeout and a connection cap sized to the files."""
-    header_ms = max(1, min(60_000, round(settings.http_header_timeout_s * 1000)))
-    return ["--http", "1", "--http1-header-read-timeout", str(header_ms),
-            "--backpressure", str(max_connections(settings, raise_open_file_limit()))]
+    return ["--http", "1", "--http1-header-read-timeout", str(header_timeout_ms(settings)),
+            "--backpressure", str(connection_cap(settings))]

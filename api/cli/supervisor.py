@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from api.cli import orphans
-from api.cli.http_options import connection_args
+from api.cli.http_options import connection_args, connection_cap, header_timeout_ms
 from api.cli.ports import Listener, refuse_if_in_use
 from api.cli.processes import Supervisor, free_port, say
 from api.cli.restarts import ChildRestarts
@@ -97,10 +97,17 @@ def start_prefect(sup: Supervisor, logs: Path) -> None:
     launch_prefect(sup, logs)()
 
 
+def one_process_argv(host: str, port: int, settings: Settings, factory: str) -> list[str]:
+    """granian with one worker and no main process to watch it (api/cli/one_process_server.py), with the
+    connection options of api/cli/http_options.py."""
+    return [sys.executable, "-m", "api.cli.one_process_server", "--host", host, "--port", str(port),
+            "--header-timeout-ms", str(header_timeout_ms(settings)), "--backpressure", str(connection_cap(settings)),
+            factory]
+
+
 def store_owner_argv(host: str, port: int, settings: Settings | None = None) -> list[str]:
-    return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", host, "--port",
-            str(port), "--workers", "1", "--log-level", "warning", *connection_args(settings or get_settings()),
-            "api.owner_app:create_owner_app"]
+    """The owner is one worker by design (one process owns the DuckDB file)."""
+    return one_process_argv(host, port, settings or get_settings(), "api.owner_app:create_owner_app")
 
 
 def launch_store(sup: Supervisor, logs: Path) -> Waiter:
@@ -128,10 +135,13 @@ def start_store(sup: Supervisor, logs: Path) -> None:
 
 
 def api_argv(host: str, port: int, workers: int, settings: Settings | None = None) -> list[str]:
-    """granian serving the API; connection_args bound idle connections and size the cap (api/cli/http_options.py)."""
+    """granian serving the API; connection_args bound idle connections and size the cap (api/cli/http_options.py).
+    One worker (`serve`'s) runs in one process; several need granian's main process to fork and watch them."""
+    settings = settings or get_settings()
+    if workers == 1:
+        return one_process_argv(host, port, settings, "api.app:create_app")
     return [sys.executable, "-m", "granian", "--interface", "asgi", "--factory", "--host", host, "--port", str(port),
-            "--workers", str(workers), "--log-level", "warning", *connection_args(settings or get_settings()),
-            "api.app:create_app"]
+            "--workers", str(workers), "--log-level", "warning", *connection_args(settings), "api.app:create_app"]
 
 
 def start_api(sup: Supervisor, host: str, port: int, workers: int = 1) -> None:
