@@ -68,7 +68,7 @@ def threads_cpu_s() -> dict[str, float]:
             fields = open(f"/proc/self/task/{thread.native_id}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        name = "event loop" if thread is threading.main_thread() else re.sub(r"[-_]?\d+(_\d+)?$", "", thread.name)
+        name = "event loop" if thread is threading.main_thread() else re.sub(r"[-_]?\d+(_\d+)?\Z", "", thread.name)
         seconds[name] = seconds.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
     return seconds
 

@@ -72,7 +72,8 @@ class EventBuffer:
     def add(self, row: dict[str, Any]) -> None:
         if not self._columns.issuperset(row):  # the JSON reader would refuse the whole flush; refuse this row instead
             raise ValueError(f"{self.table} has no column(s) {sorted(row.keys() - self._columns)}")
-        texts, size = (), 0
+        texts: tuple[str | None, ...] = ()
+        size = 0
         if self.text_columns:
             row = dict(row)
             texts = tuple(row.pop(name, None) for name in self.text_columns)
