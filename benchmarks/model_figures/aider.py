@@ -10,13 +10,12 @@ of a single model a catalogue can name; architect pairs, anonymous previews and 
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import yaml
 
-from benchmarks.model_figures.common import DEFAULT_SETTING, git, licensed_as, reaches_trained_model, \
-    replace_source, variant_name
+from benchmarks.model_figures.common import DEFAULT_SETTING, git, licensed_as, mirror_command, \
+    reaches_trained_model, variant_name
 
 REPO = "Aider-AI/aider"
 PATH = "aider/website/_data/polyglot_leaderboard.yml"
@@ -118,13 +117,7 @@ owns = licensed_as(LICENCE)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("git_dir", type=Path)
-    parser.add_argument("commit")
-    args = parser.parse_args()
-    commit = git(args.git_dir, "rev-parse", args.commit).strip()
-    removed, added, skipped = replace_source(rows_from(args.git_dir, commit), owns)
-    print(f"aider: removed {removed} rows, added {added}, skipped {skipped} (another source or a later run)")
+    mirror_command("aider", __doc__, owns, lambda args, commit: rows_from(args.git_dir, commit))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ key), so a thinking variant's figures never stand for its base model's, nor the 
 
 from __future__ import annotations
 
+import argparse
 import csv
 import subprocess
 from collections.abc import Callable, Iterable
@@ -94,3 +95,20 @@ def git(git_dir: Path, *args: str) -> str:
 def licensed_as(licence: str) -> Callable[[dict[str, str]], bool]:
     """The rows an importer owns in datasets/model_benchmarks.csv: those it wrote, named by their licence."""
     return lambda row: row["licence"] == licence
+
+
+def mirror_command(source: str, description: str | None, owns: Callable[[dict[str, str]], bool],
+                   rows_of: Callable[[argparse.Namespace, str], list[dict[str, str]]],
+                   add_options: Callable[[argparse.ArgumentParser], object] | None = None) -> None:
+    """An importer's command line, `<git-dir> <commit>` of a fetched mirror: the rows it owns are replaced by
+    `rows_of(args, sha)` (the commit resolved to its sha) and the counts printed."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("git_dir", type=Path)
+    parser.add_argument("commit")
+    if add_options is not None:
+        add_options(parser)
+    args = parser.parse_args()
+    commit = git(args.git_dir, "rev-parse", args.commit).strip()
+    removed, added, skipped = replace_source(rows_of(args, commit), owns)
+    print(f"{source}: removed {removed} rows, added {added}, skipped {skipped} (another source or a later run)")
+

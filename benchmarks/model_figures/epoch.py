@@ -12,14 +12,13 @@ the rows it wrote before.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import re
 from pathlib import Path
 
-from benchmarks.model_figures.common import DEFAULT_SETTING, git, licensed_as, percent, reaches_trained_model, \
-    replace_source, variant_name
+from benchmarks.model_figures.common import DEFAULT_SETTING, git, licensed_as, mirror_command, percent, \
+    reaches_trained_model, variant_name
 
 DEFAULT_REPO = "madhu24raj/bayes-llm-saturation"
 LICENCE = "CC-BY-4.0 (Epoch AI, AI Benchmarking Hub)"
@@ -161,16 +160,12 @@ owns = licensed_as(LICENCE)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("git_dir", type=Path)
-    parser.add_argument("commit")
-    parser.add_argument("--repo", default=DEFAULT_REPO)
-    args = parser.parse_args()
-    commit = git(args.git_dir, "rev-parse", args.commit).strip()
-    snapshot_date = git(args.git_dir, "show", "-s", "--format=%cs", commit).strip()
-    rows = rows_from(args.git_dir, commit, args.repo, snapshot_date) + eci_rows(args.git_dir, commit, args.repo, snapshot_date)
-    removed, added, skipped = replace_source(rows, owns)
-    print(f"epoch: removed {removed} rows, added {added}, skipped {skipped} (another source or a later run)")
+    def rows(args, commit: str) -> list[dict[str, str]]:
+        snapshot_date = git(args.git_dir, "show", "-s", "--format=%cs", commit).strip()
+        return (rows_from(args.git_dir, commit, args.repo, snapshot_date)
+                + eci_rows(args.git_dir, commit, args.repo, snapshot_date))
+
+    mirror_command("epoch", __doc__, owns, rows, lambda parser: parser.add_argument("--repo", default=DEFAULT_REPO))
 
 
 if __name__ == "__main__":

@@ -14,12 +14,10 @@ vendor's page; `source_note` names the dataset file at its commit.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.model_figures.common import DEFAULT_SETTING, replace_source, variant_name
+from benchmarks.model_figures.common import DEFAULT_SETTING, git, licensed_as, mirror_command, variant_name
 
 REPO = "TabNahida/AInsights"
 PATH = "data/benchmarks/benchmark_scores.json"
@@ -93,19 +91,15 @@ def rows_from(data: dict, commit: str) -> list[dict[str, str]]:
 
 
 def read_snapshot(git_dir: Path, commit: str) -> dict:
-    text = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{PATH}"], check=True,
-                          capture_output=True, text=True).stdout
-    return json.loads(text)
+    return json.loads(git(git_dir, "show", f"{commit}:{PATH}"))
 
 
-def owns(row: dict[str, str]) -> bool:
-    return row["licence"] == LICENCE
+owns = licensed_as(LICENCE)
 
 
 def main() -> None:
-    git_dir, commit = Path(sys.argv[1]), sys.argv[2]
-    removed, added, skipped = replace_source(rows_from(read_snapshot(git_dir, commit), commit), owns)
-    print(f"transcribed vendor tables: removed {removed} rows, added {added}, skipped {skipped} (another source)")
+    mirror_command("transcribed vendor tables", __doc__, owns,
+                   lambda args, commit: rows_from(read_snapshot(args.git_dir, commit), commit))
 
 
 if __name__ == "__main__":

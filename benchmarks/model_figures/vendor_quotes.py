@@ -15,7 +15,7 @@ both pages are cited (source_url the first, source_note the second). The setting
 
 from __future__ import annotations
 
-from benchmarks.model_figures.common import DEFAULT_SETTING, replace_source, variant_name
+from benchmarks.model_figures.common import DEFAULT_SETTING, licensed_as, replace_source, variant_name
 
 LICENCE = "vendor's claim, quoted by two public pages (the vendor's page not reached)"
 UNSTATED = "the vendor's launch evaluation; the reasoning setting is not stated by the quoting pages"
@@ -125,8 +125,7 @@ def rows() -> list[dict[str, str]]:
             for provider, model, benchmark, score, date, first, second, slug, protocol in ENTRIES]
 
 
-def owns(row: dict[str, str]) -> bool:
-    return row["licence"] == LICENCE
+owns = licensed_as(LICENCE)
 
 
 def main() -> None:
