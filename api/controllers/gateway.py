@@ -23,6 +23,7 @@ from litestar.response.streaming import ASGIStreamingResponse
 from litestar.types import Receive, Scope, Send
 
 from api.auth import SECURITY
+from api.controllers.lean import caller, decoded
 from api.dependencies import after_auth
 from api.gateway.service import Answer, CallerLeft, GatewayService
 from api.openapi_docs import error_responses
@@ -38,14 +39,11 @@ def lean_path(answer: GatewayCall) -> Callable[[Request], Awaitable[Response | S
     without the dependency machinery; None (the declared handler answers) when the body is not a JSON object."""
 
     async def lean(request: Request) -> Response | Stream | None:
-        body = await request.body()  # bounded by the app's body limit and api/body_guard.py, as before
-        try:
-            data = _OBJECT.decode(body)
-        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # ValidationError is a DecodeError
+        body = await decoded(request, _OBJECT)
+        if body is None:
             return None  # the declared path reports it, in its order (the body, then the key)
-        # The app's `user` provider (api/app.py: the cached authenticator, its rate limits, a trace span when on).
-        user = await request.app.dependencies["user"].dependency(request)
-        return await answer(request, request.app.state.services.gateway, data, len(body), user)
+        data, size = body
+        return await answer(request, request.app.state.services.gateway, data, size, await caller(request))
 
     return lean
 

@@ -21,6 +21,7 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
 from api.auth import SECURITY
+from api.controllers.lean import caller, decoded
 from api.dependencies import after_auth
 from api.gateway.headers import named_header
 from api.openapi_docs import error_responses
@@ -35,18 +36,15 @@ _DECODER = msgspec.json.Decoder(ModelSelectRequest, strict=True)
 
 async def lean_model_select(request: Request) -> Any:
     """The whole request without the dependency machinery, or None to let the declared handler answer it."""
-    body = await request.body()  # bounded by the app's body limit and api/body_guard.py, as before
-    try:
-        data = _DECODER.decode(body)
-    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # ValidationError is a DecodeError
+    body = await decoded(request, _DECODER)
+    if body is None:
         return None  # a malformed body: the declared path reports it, in its order (json, key, schema)
     types = request.query_params.getall("type", ())
     if len(types) > 1 or types and not types[0]:
         return None  # a repeated or blank query parameter: the signature model decides, as before
-    # The app's `user` provider (api/app.py: the cached authenticator, in a trace span when tracing is on).
-    user = await request.app.dependencies["user"].dependency(request)
-    return await answer(request, data, user, request.app.state.services.selection, types[0] if types else None,
-                        len(body))
+    data, size = body
+    return await answer(request, data, await caller(request), request.app.state.services.selection,
+                        types[0] if types else None, size)
 
 
 async def answer(request: Request, data: ModelSelectRequest, user: User, selection: SelectionService,
