@@ -9,9 +9,9 @@ counts, and a piece's count never changes: we keep them in a dict, as the WordPi
 Only ASCII text takes this path. On ASCII, cl100k's `\\p{L}` and `\\p{N}` are `[A-Za-z]` and `[0-9]`, Unicode's
 White_Space is `[ \\t\\n\\v\\f\\r]` (what `re.ASCII` makes `\\s`), and `$` (end of text in Rust's regex) is `\\Z`;
 Python 3.11's `re` has the possessive quantifiers the pattern uses. On a 2,000-character prompt this costs about
-half of `encode_ordinary` (~45 us of ~90), and it keeps the interpreter lock: tiktoken releases it for every call,
-and on a busy worker getting it back meant waiting behind the session log's and the log listener's threads
-(docs/benchmarks.md, issue 36). `tests/routing/test_token_count.py` compares it with tiktoken on many texts.
+what `encode_ordinary` costs in thread CPU (31-34 us against 37), but it keeps the interpreter lock: tiktoken
+releases it for every call, and on a busy worker getting it back meant waiting behind the session log's and the
+log listener's threads (docs/benchmarks.md, issue 36). `tests/routing/test_token_count.py` compares it with tiktoken on many texts.
 """
 
 from __future__ import annotations
